@@ -1,0 +1,10 @@
+# Sanitizer builds apply to everything in this project (library, tests, examples).
+if(MOTE_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -g -O1)
+  add_link_options(-fsanitize=thread)
+elseif(MOTE_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g -O1)
+  add_link_options(-fsanitize=address,undefined)
+elseif(NOT MOTE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "MOTE_SANITIZE must be 'thread', 'address' or empty, not '${MOTE_SANITIZE}'")
+endif()

@@ -1,0 +1,81 @@
+/* The C API of mote: runtimes and task groups, with error codes.
+ *
+ *   #include <mote.h>
+ *   static void work(void* arg) { *(int*)arg += 1; }
+ *   int main(void) {
+ *     mote_runtime* rt;
+ *     if (mote_init(NULL, &rt) != MOTE_OK) { puts(mote_last_error()); return 1; }
+ *     mote_task_group* g;
+ *     int x[4] = {0};
+ *     mote_task_group_create(rt, &g);
+ *     for (int i = 0; i < 4; ++i) mote_task_group_spawn(g, work, &x[i]);
+ *     mote_status s = mote_task_group_wait(g);
+ *     mote_task_group_destroy(g);
+ *     mote_finalize(rt);
+ *     return s == MOTE_OK ? 0 : 1;
+ *   }
+ */
+#ifndef MOTE_H
+#define MOTE_H
+
+#include <stddef.h>
+
+#if defined(MOTE_SHARED) || defined(MOTE_BUILDING_SHARED)
+#  define MOTE_C_API __attribute__((visibility("default")))
+#else
+#  define MOTE_C_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mote_status {
+  MOTE_OK = 0,
+  MOTE_EINVAL = 1,        /* a NULL handle, NULL function or out-of-range argument */
+  MOTE_ECONFIG = 2,       /* an option or MOTE_* variable that cannot be used */
+  MOTE_ENOMEM = 3,        /* out of memory */
+  MOTE_ETASK = 4,         /* a task failed (a C++ exception escaped it); see mote_last_error() */
+  MOTE_EBUSY = 5,         /* the object is still in use (pending tasks, for example) */
+  MOTE_EINTERNAL = 6      /* an unexpected failure inside mote; see mote_last_error() */
+} mote_status;
+
+typedef struct mote_runtime mote_runtime;
+typedef struct mote_task_group mote_task_group;
+
+/* Options for mote_init. A field left 0 (or NULL) is taken from the MOTE_*
+ * environment variables, else from the topology. */
+typedef struct mote_options {
+  unsigned num_workers;   /* 0: MOTE_NUM_THREADS, else one per core */
+  const char* bind;       /* NULL: MOTE_BIND; "none", "cores", "threads" or a cpu list */
+  long spin_us;           /* negative: MOTE_SPIN_US, else the default */
+} mote_options;
+
+/* Fills *options with "take everything from the environment". */
+MOTE_C_API void mote_options_init(mote_options* options);
+
+/* Creates a runtime. options may be NULL. */
+MOTE_C_API mote_status mote_init(const mote_options* options, mote_runtime** out);
+/* Joins the workers and frees the runtime. */
+MOTE_C_API mote_status mote_finalize(mote_runtime* rt);
+MOTE_C_API unsigned mote_num_workers(const mote_runtime* rt);
+
+/* A task group on rt. */
+MOTE_C_API mote_status mote_task_group_create(mote_runtime* rt, mote_task_group** out);
+/* Adds fn(arg) to the group. */
+MOTE_C_API mote_status mote_task_group_spawn(mote_task_group* g, void (*fn)(void*), void* arg);
+/* Waits for every task of the group. MOTE_ETASK when one failed. */
+MOTE_C_API mote_status mote_task_group_wait(mote_task_group* g);
+/* Frees a group; MOTE_EBUSY (and nothing freed) while tasks are pending. */
+MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g);
+
+/* A fixed description of a status code. Never NULL. */
+MOTE_C_API const char* mote_strerror(mote_status status);
+/* The detailed message of the last error on this thread ("" if none). */
+MOTE_C_API const char* mote_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOTE_H */

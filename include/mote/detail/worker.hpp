@@ -1,0 +1,177 @@
+// Workers and their split deques: the inline fast path of fork-join.
+//
+// Each worker owns one deque of task pointers, split in two (the Lace split
+// deque, van Dijk and van de Pol, Euro-Par 2014): entries at or above `split`
+// are private to the owner, who pushes and pops them with plain loads and
+// stores; entries in [tail, split) are shared, and thieves take the oldest one
+// with a compare-and-swap on the packed {tail, split} word. The owner moves the
+// split point only when thieves ask for work (`split_wanted_`) or when its
+// private part is empty, so a spawn and a join that nobody disturbs cost a few
+// stores, one relaxed load and no atomic read-modify-write.
+//
+// docs/design.md states the protocol and the memory-order argument in full.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "mote/detail/platform.hpp"
+#include "mote/export.hpp"
+
+namespace mote::detail {
+
+class worker;
+class runtime_impl;
+
+// A unit of work that a thief may run. Lives in its spawner's stack frame
+// (join) or on the heap (task_group). Two words, both written before the push:
+// the fast path of join pays for nothing else.
+struct task {
+  using execute_fn = void (*)(task*, worker&) noexcept;
+
+  // Runs the task on a worker other than its spawner (stolen), or on its
+  // spawner when popped generically (task_group). Written by the spawner before
+  // the push; read by the thief after the acquire CAS in steal_from().
+  execute_fn execute;
+  // kRunning until a thief that ran it calls finish(); kParked while the
+  // spawner sleeps on it. finish() publishes the task's results with a release
+  // exchange that pairs with the acquire load in worker::wait_for().
+  std::atomic<std::uint32_t> state;
+
+  static constexpr std::uint32_t kRunning = 0;
+  static constexpr std::uint32_t kParked = 1;
+  static constexpr std::uint32_t kDone = 2;
+  static constexpr std::uint32_t kFailed = 3;  // done, and an exception is stored
+
+  void init(execute_fn fn) noexcept {
+    execute = fn;
+    state.store(kRunning, std::memory_order_relaxed);
+  }
+  // Called by the thief that ran a stolen task, as its last access to it.
+  MOTE_API void finish(bool failed) noexcept;
+};
+
+// The worker the calling thread is, or nullptr for any other thread.
+// Initial-exec TLS: one %fs-relative load, no __tls_get_addr call, which is
+// what makes join() cheap from inside a shared library. The library is linked
+// at start-up (not dlopen'ed), so static TLS space is guaranteed.
+MOTE_API extern constinit thread_local worker* current_worker
+    __attribute__((tls_model("initial-exec")));
+
+class alignas(cache_line) worker {
+ public:
+  static constexpr std::uint32_t kDefaultCapacity = 1u << 14;
+
+  // ---- Fast path, owner only -------------------------------------------
+
+  // Pushes t on top of the deque. Returns false, leaving the deque as it was,
+  // when the deque is full: the caller then runs the work itself, so no work is
+  // ever lost. Owner only.
+  MOTE_ALWAYS_INLINE bool push(task* t) noexcept {
+    if (MOTE_UNLIKELY(head_ == capacity_)) return false;
+    // Relaxed: a thief reads this slot only after the CAS in steal() acquires
+    // the {tail, split} value that the owner released in grow_shared(), which
+    // is sequenced after this store.
+    slots_[head_].store(t, std::memory_order_relaxed);
+    ++head_;
+    // Relaxed: a hint from idle thieves; acting on it late only delays sharing.
+    if (MOTE_UNLIKELY(split_wanted_.load(std::memory_order_relaxed) != 0)) grow_shared();
+    return true;
+  }
+
+  // Takes back the task pushed last. True: nobody stole it, and it is the
+  // caller's again (to run or to drop). False: a thief has it; the caller
+  // waits for it (join) or leaves it to the thief (task_group). Owner only.
+  MOTE_ALWAYS_INLINE bool pop() noexcept {
+    if (MOTE_LIKELY(head_ > split_)) {
+      --head_;
+      return true;
+    }
+    return pop_shared();
+  }
+
+  // The task at the top of the deque (the one pop() would take). Owner only.
+  task* top() const noexcept { return slots_[head_ - 1].load(std::memory_order_relaxed); }
+  std::uint32_t depth() const noexcept { return head_; }
+  // Identifies the task this worker is running: each task taken from
+  // elsewhere (stolen, injected) runs in a fresh context. Within one context
+  // pushes and pops nest, which is what lets a task_group push locally.
+  std::uint64_t context() const noexcept { return context_; }
+
+  // Shares half of the private part if thieves asked for work. Owner only;
+  // used by loops that pop many tasks without pushing (task_group::wait).
+  void share_if_wanted() noexcept {
+    if (MOTE_UNLIKELY(split_wanted_.load(std::memory_order_relaxed) != 0)) grow_shared();
+  }
+
+  // Runs other work until stolen task t is done, taking it from t's thief,
+  // whose deque holds t's subtasks (leapfrogging); after the spin window parks
+  // on t. Returns t's final state (kDone or kFailed). Owner only, right after a
+  // pop() that returned false for t.
+  MOTE_API std::uint32_t wait_for(task* t) noexcept;
+
+  runtime_impl& runtime() const noexcept { return *runtime_; }
+  unsigned index() const noexcept { return index_; }
+
+  // ---- Slow paths and thieves (src/runtime/worker.cpp) ------------------
+
+  MOTE_API bool pop_shared() noexcept;  // owner
+  MOTE_API void grow_shared() noexcept;  // owner
+  // Takes the oldest shared task of `victim`, or returns nullptr. A thief
+  // marks the slot it emptied with its own address, tagged with kStolenTag,
+  // which tells the owner both that the slot is free and who has the task.
+  task* steal_from(worker& victim) noexcept;
+  static constexpr std::uintptr_t kStolenTag = 1;
+  // True when `victim` has shared tasks; asks it to share when it has none.
+  bool has_shared_work(worker& victim) noexcept;
+
+  worker(runtime_impl& rt, unsigned index, std::uint32_t capacity);
+  ~worker();
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+
+  // Runs a task taken from elsewhere (stolen or injected), then checks that it
+  // left this deque as it found it.
+  void run_foreign(task* t) noexcept;
+  std::uint64_t next_random() noexcept {
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 7;
+    rng_ ^= rng_ << 17;
+    return rng_;
+  }
+
+ private:
+  static constexpr std::uint64_t pack(std::uint32_t tail, std::uint32_t split) noexcept {
+    return (static_cast<std::uint64_t>(split) << 32) | tail;
+  }
+  static constexpr std::uint32_t tail_of(std::uint64_t ts) noexcept { return static_cast<std::uint32_t>(ts); }
+  static constexpr std::uint32_t split_of(std::uint64_t ts) noexcept { return static_cast<std::uint32_t>(ts >> 32); }
+
+  // ---- Shared with thieves: one cache line, written by thieves ----------
+  // {tail, split}: thieves CAS tail forward while tail < split; only the owner
+  // moves split (by CAS, so both halves change atomically together).
+  alignas(cache_line) std::atomic<std::uint64_t> tail_split_{0};
+  // Set by a thief that found no shared task; cleared by the owner when it
+  // shares. Checked before it is written, so idle thieves do not keep
+  // invalidating the owner's copy of this line.
+  std::atomic<std::uint32_t> split_wanted_{0};
+
+  // ---- Owner-private: read and written by the owner thread only ---------
+  alignas(cache_line) std::uint32_t head_ = 0;  // next free slot
+  std::uint32_t split_ = 0;                     // the owner's copy of split
+  std::uint32_t capacity_;
+  std::atomic<task*>* slots_;
+  runtime_impl* runtime_;
+  unsigned index_;
+  std::uint64_t rng_;
+  worker* last_thief_ = nullptr;  // who took the task of the last failed pop()
+  std::uint64_t context_ = 0;
+  std::uint64_t context_seq_ = 0;
+
+  friend class runtime_impl;
+};
+
+static_assert(alignof(worker) == cache_line);
+static_assert(sizeof(worker) % cache_line == 0);
+
+}  // namespace mote::detail

@@ -1,0 +1,158 @@
+// mote::runtime: a set of worker threads, pinned one per core by default, and
+// the scheduler that feeds them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "mote/detail/worker.hpp"
+#include "mote/error.hpp"
+#include "mote/export.hpp"
+
+namespace mote {
+
+// Where workers run. Parsed from MOTE_BIND: `none`, `cores`, `threads`, or a
+// CPU list such as `0,2,4-7`.
+//
+//   mote::binding b = mote::binding::parse("0-1", "MOTE_BIND");
+struct MOTE_API binding {
+  enum class kind {
+    none,     // no pinning: the kernel places workers
+    cores,    // one worker per core (its first hardware thread), wrapping around
+    threads,  // one worker per hardware thread, wrapping around
+    list,     // the CPUs in `cpus`, in order, wrapping around
+  };
+  kind mode = kind::cores;
+  std::vector<int> cpus;  // for kind::list
+
+  // Throws config_error naming `what` and the text when it cannot be parsed.
+  static binding parse(std::string_view text, std::string_view what = "MOTE_BIND");
+  std::string to_string() const;
+};
+
+// How ready tasks are distributed; chosen when a runtime starts, never per task.
+enum class scheduler_policy {
+  work_stealing,  // split deques, random victims, leapfrogging joins
+};
+
+// Options for a runtime. An option left empty is taken from its environment
+// variable, and failing that from the topology.
+//
+//   mote::runtime_options o;
+//   o.num_workers = 2;
+//   o.spin = std::chrono::microseconds(50);
+//   mote::runtime rt(o);
+struct runtime_options {
+  std::optional<unsigned> num_workers;           // MOTE_NUM_THREADS; default: one per core
+  std::optional<binding> bind;                   // MOTE_BIND; default: cores
+  std::optional<std::chrono::microseconds> spin; // MOTE_SPIN_US; default: 100 us
+  scheduler_policy scheduler = scheduler_policy::work_stealing;
+  std::optional<std::uint32_t> deque_capacity;   // tasks per worker deque; default 16384
+};
+
+namespace detail {
+class runtime_impl;
+
+// A task submitted by a thread that is not a worker of the runtime; the
+// submitter sleeps on `finished` until a worker has run it.
+struct external_task : task {
+  std::atomic<std::uint32_t> finished{0};
+  std::exception_ptr error;
+};
+
+MOTE_API void submit_and_wait(runtime_impl& rt, external_task& t);
+// Marks t finished and wakes its submitter; the task's last access to t.
+MOTE_API void complete_external(external_task& t) noexcept;
+}  // namespace detail
+
+// A set of workers. Create as many as you like, one after another or at once;
+// destroying one joins its workers. Work enters a runtime through run(), or
+// through join / task_group / parallel_invoke called on one of its workers;
+// called elsewhere, those use the default runtime.
+//
+//   mote::runtime rt(mote::runtime_options{.num_workers = 2});
+//   int v = rt.run([] { return 6 * 7; });   // runs on a worker, returns 42
+class MOTE_API runtime {
+ public:
+  // Options from MOTE_NUM_THREADS, MOTE_BIND and MOTE_SPIN_US, else defaults.
+  // Throws config_error when a variable cannot be parsed or names CPUs this
+  // process may not use.
+  runtime();
+  explicit runtime(const runtime_options& options);
+  // Joins the workers. Work submitted through run() has finished by then,
+  // because run() blocks; destroying a runtime while another thread is inside
+  // run() on it is a usage error.
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  unsigned num_workers() const noexcept;
+  // The CPU each worker is pinned to, or -1 when it is not pinned.
+  std::vector<int> worker_cpus() const;
+  std::chrono::microseconds spin() const noexcept;
+
+  // Runs f on a worker of this runtime and returns its result; the calling
+  // thread sleeps until then. Exceptions from f are rethrown here. Called from
+  // a worker of this runtime, it simply calls f. Any number of threads may call
+  // run() at once.
+  template <class F>
+  std::invoke_result_t<F&> run(F&& f);
+
+  // The runtime created on first use (options from the environment).
+  static runtime& default_runtime();
+  // The runtime of the calling worker, or nullptr on any other thread.
+  static runtime* current() noexcept;
+  // The index of the calling worker in its runtime, or -1.
+  static int current_worker_index() noexcept;
+
+  detail::runtime_impl& impl() const noexcept { return *impl_; }
+
+ private:
+  detail::runtime_impl* impl_;
+};
+
+namespace detail {
+MOTE_API runtime_impl* runtime_of(const worker* w) noexcept;
+
+template <class F, class R>
+struct external_call : external_task {
+  F* fn;
+  std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
+
+  explicit external_call(F* f) : fn(f) { init(&external_call::run); }
+  static void run(task* base, worker&) noexcept {
+    auto* self = static_cast<external_call*>(base);
+    try {
+      if constexpr (std::is_void_v<R>) {
+        (*self->fn)();
+      } else {
+        self->result.emplace((*self->fn)());
+      }
+    } catch (...) {
+      self->error = std::current_exception();
+    }
+    complete_external(*self);
+  }
+};
+}  // namespace detail
+
+template <class F>
+std::invoke_result_t<F&> runtime::run(F&& f) {
+  using R = std::invoke_result_t<F&>;
+  detail::worker* w = detail::current_worker;
+  if (w != nullptr && &w->runtime() == impl_) return f();
+  detail::external_call<std::remove_reference_t<F>, R> call(&f);
+  detail::submit_and_wait(*impl_, call);
+  if (call.error) std::rethrow_exception(call.error);
+  if constexpr (!std::is_void_v<R>) return std::move(*call.result);
+}
+
+}  // namespace mote

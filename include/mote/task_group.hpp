@@ -1,0 +1,131 @@
+// mote::task_group: spawn any number of tasks, then wait for all of them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "mote/detail/worker.hpp"
+#include "mote/runtime.hpp"
+
+namespace mote {
+
+class task_group;
+
+namespace detail {
+
+// Heap record of one spawned task. It frees itself after running (or after
+// being skipped because its group was cancelled).
+template <class F>
+struct group_task : task {
+  task_group* group;
+  F fn;
+
+  template <class A>
+  group_task(task_group* g, A&& f) : group(g), fn(std::forward<A>(f)) {
+    init(&group_task::run);
+  }
+  static void run(task* base, worker& w) noexcept;
+};
+
+}  // namespace detail
+
+// A group of tasks to wait for together. spawn() as often as you like, from
+// the group's own frame or from inside its tasks; wait() returns when all are
+// done and rethrows the first exception any of them threw (the tasks that had
+// not started by then are skipped). Groups nest freely, and a group can be
+// reused after wait(). Called on a thread that is not a worker, spawn hands the
+// task to the runtime and wait() sleeps until the group is done.
+//
+//   mote::task_group g;
+//   std::vector<int> out(8);
+//   for (int i = 0; i < 8; ++i) g.spawn([&out, i] { out[i] = i * i; });
+//   g.wait();
+class MOTE_API task_group {
+ public:
+  // On a worker: a group of that worker's runtime. Elsewhere: of the default one.
+  task_group();
+  explicit task_group(runtime& rt);
+  // A group must be waited for. If tasks are still pending, the destructor
+  // cancels those that have not started, waits for the rest, and then throws
+  // mote::missing_wait (unless an exception is already propagating).
+  ~task_group() noexcept(false);
+  task_group(const task_group&) = delete;
+  task_group& operator=(const task_group&) = delete;
+
+  // Adds f to the group; it may run at once, later, here or elsewhere. When the
+  // worker's deque is full, f runs here before spawn returns.
+  template <class F>
+  void spawn(F&& f);
+
+  // Returns when every task spawned so far is done. Rethrows the first
+  // exception a task threw, once; the group is then ready for reuse.
+  void wait();
+
+  // Tasks of this group that have not started yet will not run.
+  void cancel() noexcept;
+  bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
+
+  // ---- for the runtime -------------------------------------------------
+  void task_finished() noexcept;              // after each task, run or skipped
+  void record_exception(std::exception_ptr e) noexcept;
+
+ private:
+  void spawn_task(detail::task* t);
+  void wait_external();
+
+  detail::runtime_impl* runtime_;
+  detail::worker* owner_;           // the worker that created the group, or nullptr
+  std::uint32_t base_ = 0;          // owner's deque depth when the group started
+  std::uint32_t top_ = 0;           // owner's deque depth after the group's last local push
+  std::uint64_t context_ = 0;       // owner's task context when the group started
+  // Tasks spawned and not yet finished. Incremented before a task is published
+  // (so it never goes below zero); decremented with release by task_finished(),
+  // which pairs with the acquire loads in wait().
+  alignas(detail::cache_line) std::atomic<std::int64_t> pending_{0};
+  std::atomic<std::uint32_t> waiters_{0};    // threads parked in wait()
+  std::atomic<std::uint32_t> wake_word_{0};  // futex word the parked waiters sleep on
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> has_error_{false};
+  std::exception_ptr error_;        // the first exception, written once under has_error_
+};
+
+template <class F>
+void task_group::spawn(F&& f) {
+  auto* t = new detail::group_task<std::decay_t<F>>(this, std::forward<F>(f));
+  // Relaxed: publication of t (push then grow_shared's release CAS, or the
+  // injection queue's mutex) orders this increment before any decrement.
+  pending_.fetch_add(1, std::memory_order_relaxed);
+  detail::worker* w = detail::current_worker;
+  // Local push only from the group's own frame: same worker, same task
+  // context, nothing pushed above the group's last task.
+  if (MOTE_LIKELY(w == owner_ && w != nullptr && w->depth() == top_ && w->context() == context_)) {
+    if (MOTE_LIKELY(w->push(t))) {
+      top_ = w->depth();
+      return;
+    }
+    t->execute(t, *w);  // deque full: run it here
+    return;
+  }
+  spawn_task(t);
+}
+
+template <class F>
+void detail::group_task<F>::run(task* base, worker&) noexcept {
+  auto* self = static_cast<group_task*>(base);
+  task_group* g = self->group;
+  if (!g->is_cancelled()) {
+    try {
+      self->fn();
+    } catch (...) {
+      g->record_exception(std::current_exception());
+    }
+  }
+  delete self;
+  g->task_finished();
+}
+
+}  // namespace mote

@@ -1,0 +1,234 @@
+// The C API (include/mote.h) over the C++ API.
+//
+// No C++ exception crosses this boundary: every entry point catches everything
+// and turns it into a mote_status, and the detail goes to a per-thread message
+// that mote_last_error() returns. The message keeps errno's rule: it is written
+// when a call fails and left alone when a call succeeds.
+
+#include "mote.h"
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "mote/error.hpp"
+#include "mote/runtime.hpp"
+#include "mote/task_group.hpp"
+
+struct mote_runtime {
+  explicit mote_runtime(const mote::runtime_options& options) : rt(options) {}
+
+  mote::runtime rt;
+  // Task groups created on this runtime and not yet destroyed; finalize refuses
+  // while any is alive, because a group points into the runtime. Relaxed: the
+  // count is only a usage check, and destroy/finalize on different threads
+  // without other synchronisation is a usage error anyway.
+  std::atomic<long> live_groups{0};
+};
+
+struct mote_task_group {
+  explicit mote_task_group(mote_runtime* r) : owner(r), group(r->rt) {}
+
+  mote_runtime* owner;
+  mote::task_group group;
+  // True from a spawn until the next wait() returns. destroy refuses while it
+  // is set, so the task_group destructor never has to cancel and throw
+  // missing_wait. Spawns may come from inside the group's own tasks; those
+  // finish before wait() returns, so clearing the flag after wait() is right.
+  // Relaxed: wait() itself orders the tasks' effects; this is a usage check.
+  std::atomic<bool> needs_wait{false};
+};
+
+namespace {
+
+// The detailed message of this thread's last failure. When even recording the
+// message fails (out of memory), a fixed text stands in for it.
+thread_local std::string last_error_text;
+thread_local const char* last_error_fixed = nullptr;
+
+mote_status fail(mote_status status, const char* message) noexcept {
+  try {
+    last_error_text.assign(message);
+    last_error_fixed = nullptr;
+  } catch (...) {
+    last_error_fixed = "out of memory while recording an error message";
+  }
+  return status;
+}
+
+mote_status fail(mote_status status, const std::string& prefix, const char* detail) noexcept {
+  try {
+    last_error_text.assign(prefix);
+    last_error_text.append(detail);
+    last_error_fixed = nullptr;
+  } catch (...) {
+    last_error_fixed = "out of memory while recording an error message";
+  }
+  return status;
+}
+
+// Maps the exception being handled to a status and a message: config_error to
+// MOTE_ECONFIG, bad_alloc to MOTE_ENOMEM, anything else to for_other. With
+// as_task_failure every exception is a task's, so the status is MOTE_ETASK.
+// Called only from inside a catch (...) block.
+mote_status fail_current(const char* where, mote_status for_other,
+                         bool as_task_failure = false) noexcept {
+  const std::string prefix = [where]() noexcept {
+    try {
+      return std::string(where) + ": ";
+    } catch (...) {
+      return std::string();
+    }
+  }();
+  try {
+    throw;
+  } catch (const mote::config_error& e) {
+    if (as_task_failure) return fail(MOTE_ETASK, prefix, e.what());
+    return fail(MOTE_ECONFIG, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(as_task_failure ? MOTE_ETASK : MOTE_ENOMEM, prefix, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(for_other, prefix, e.what());
+  } catch (...) {
+    return fail(for_other, prefix, "an exception that is not a std::exception");
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+MOTE_C_API void mote_options_init(mote_options* options) {
+  if (options == nullptr) return;
+  options->num_workers = 0;
+  options->bind = nullptr;
+  options->spin_us = -1;
+}
+
+MOTE_C_API mote_status mote_init(const mote_options* options, mote_runtime** out) {
+  if (out == nullptr) return fail(MOTE_EINVAL, "mote_init: out is NULL");
+  *out = nullptr;
+  try {
+    mote::runtime_options o;
+    if (options != nullptr) {
+      if (options->num_workers != 0) o.num_workers = options->num_workers;
+      if (options->bind != nullptr) {
+        o.bind = mote::binding::parse(options->bind, "mote_options.bind");
+      }
+      if (options->spin_us >= 0) o.spin = std::chrono::microseconds(options->spin_us);
+    }
+    *out = new mote_runtime(o);
+    return MOTE_OK;
+  } catch (...) {
+    return fail_current("mote_init", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API mote_status mote_finalize(mote_runtime* rt) {
+  if (rt == nullptr) return fail(MOTE_EINVAL, "mote_finalize: runtime is NULL");
+  if (rt->live_groups.load(std::memory_order_relaxed) != 0) {
+    return fail(MOTE_EBUSY, "mote_finalize: task groups of this runtime are not destroyed yet");
+  }
+  try {
+    delete rt;
+    return MOTE_OK;
+  } catch (...) {
+    return fail_current("mote_finalize", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API unsigned mote_num_workers(const mote_runtime* rt) {
+  if (rt == nullptr) {
+    fail(MOTE_EINVAL, "mote_num_workers: runtime is NULL");
+    return 0;
+  }
+  return rt->rt.num_workers();
+}
+
+MOTE_C_API mote_status mote_task_group_create(mote_runtime* rt, mote_task_group** out) {
+  if (out == nullptr) return fail(MOTE_EINVAL, "mote_task_group_create: out is NULL");
+  *out = nullptr;
+  if (rt == nullptr) return fail(MOTE_EINVAL, "mote_task_group_create: runtime is NULL");
+  try {
+    *out = new mote_task_group(rt);
+    rt->live_groups.fetch_add(1, std::memory_order_relaxed);
+    return MOTE_OK;
+  } catch (...) {
+    return fail_current("mote_task_group_create", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API mote_status mote_task_group_spawn(mote_task_group* g, void (*fn)(void*), void* arg) {
+  if (g == nullptr) return fail(MOTE_EINVAL, "mote_task_group_spawn: task group is NULL");
+  if (fn == nullptr) return fail(MOTE_EINVAL, "mote_task_group_spawn: function is NULL");
+  try {
+    // Set before the spawn: once spawned, the task may be pending.
+    g->needs_wait.store(true, std::memory_order_relaxed);
+    // A C function does not throw; a C++ one called through this API may, and
+    // then the task_group records the exception and wait() reports MOTE_ETASK.
+    g->group.spawn([fn, arg] { fn(arg); });
+    return MOTE_OK;
+  } catch (...) {
+    return fail_current("mote_task_group_spawn", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API mote_status mote_task_group_wait(mote_task_group* g) {
+  if (g == nullptr) return fail(MOTE_EINVAL, "mote_task_group_wait: task group is NULL");
+  try {
+    g->group.wait();
+    g->needs_wait.store(false, std::memory_order_relaxed);
+    return MOTE_OK;
+  } catch (...) {
+    // wait() rethrows a task's exception only after every task is done, and
+    // leaves the group ready for reuse: nothing is pending any more.
+    g->needs_wait.store(false, std::memory_order_relaxed);
+    return fail_current("a task failed", MOTE_ETASK, /*as_task_failure=*/true);
+  }
+}
+
+MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g) {
+  if (g == nullptr) return fail(MOTE_EINVAL, "mote_task_group_destroy: task group is NULL");
+  if (g->needs_wait.load(std::memory_order_relaxed)) {
+    return fail(MOTE_EBUSY,
+                "mote_task_group_destroy: tasks were spawned since the last "
+                "mote_task_group_wait; wait for them first");
+  }
+  mote_runtime* owner = g->owner;
+  try {
+    delete g;  // the deallocation happens even if the destructor throws
+    owner->live_groups.fetch_sub(1, std::memory_order_relaxed);
+    return MOTE_OK;
+  } catch (...) {
+    owner->live_groups.fetch_sub(1, std::memory_order_relaxed);
+    return fail_current("mote_task_group_destroy", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API const char* mote_strerror(mote_status status) {
+  switch (status) {
+    case MOTE_OK:
+      return "success";
+    case MOTE_EINVAL:
+      return "invalid argument";
+    case MOTE_ECONFIG:
+      return "invalid configuration";
+    case MOTE_ENOMEM:
+      return "out of memory";
+    case MOTE_ETASK:
+      return "a task failed";
+    case MOTE_EBUSY:
+      return "object still in use";
+    case MOTE_EINTERNAL:
+      return "internal error";
+  }
+  return "unknown status";
+}
+
+MOTE_C_API const char* mote_last_error(void) {
+  return last_error_fixed != nullptr ? last_error_fixed : last_error_text.c_str();
+}
+
+}  // extern "C"

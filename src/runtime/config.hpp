@@ -1,0 +1,27 @@
+// Resolution of runtime options: explicit options, then MOTE_* environment
+// variables, then defaults from the topology.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "mote/runtime.hpp"
+#include "mote/topology.hpp"
+
+namespace mote::detail {
+
+struct resolved_config {
+  unsigned num_workers = 1;
+  std::vector<int> worker_cpus;           // one per worker: an os cpu index, or -1 (unpinned)
+  std::chrono::nanoseconds spin{100000};
+  scheduler_policy policy = scheduler_policy::work_stealing;
+  std::uint32_t deque_capacity = worker::kDefaultCapacity;
+};
+
+// Reads MOTE_NUM_THREADS, MOTE_BIND and MOTE_SPIN_US for the options left
+// empty. Throws config_error, naming the variable (or option) and the value,
+// for anything that cannot be parsed or used on this machine.
+MOTE_API resolved_config resolve_config(const runtime_options& options, const topology& topo);
+
+}  // namespace mote::detail

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Installs mote into a scratch prefix and builds and runs three consumers:
+#   find_package(mote CONFIG) + mote::mote, add_subdirectory(<mote source>),
+#   and a one-line compile with `pkg-config --cflags --libs mote`.
+# Does this for a shared and a static libmote (MOTE_INSTALL_TEST_KINDS picks).
+#
+#   tests/install/run.sh <mote-source-dir> <scratch-dir>
+set -euo pipefail
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 <mote-source-dir> <scratch-dir>" >&2
+  exit 2
+fi
+src=$(cd "$1" && pwd)
+mkdir -p "$2"
+scratch=$(cd "$2" && pwd)
+here="$src/tests/install"
+kinds=${MOTE_INSTALL_TEST_KINDS:-shared static}
+jobs=${MOTE_INSTALL_TEST_JOBS:-2}
+
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+# The consumers are built without the sanitizer flags of any enclosing build.
+unset CFLAGS CXXFLAGS LDFLAGS
+
+step() { echo "== install test: $*"; }
+
+for kind in $kinds; do
+  case $kind in
+    shared) shared=ON ;;
+    static) shared=OFF ;;
+    *) echo "unknown kind '$kind' (expected shared or static)" >&2; exit 2 ;;
+  esac
+  root="$scratch/$kind"
+  prefix="$root/prefix"
+  rm -rf "$root"
+  mkdir -p "$root"
+
+  step "$kind: build and install mote into $prefix"
+  cmake -S "$src" -B "$root/mote-build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=$shared -DMOTE_BUILD_TESTS=OFF -DMOTE_BUILD_EXAMPLES=OFF \
+    -DCMAKE_INSTALL_PREFIX="$prefix" >"$root/mote-configure.log"
+  cmake --build "$root/mote-build" -j "$jobs" >"$root/mote-build.log" ||
+    { cat "$root/mote-build.log"; exit 1; }
+  cmake --install "$root/mote-build" >"$root/mote-install.log"
+  test -f "$prefix/include/mote.h"
+  test -f "$prefix/include/mote/mote.hpp"
+
+  step "$kind: find_package consumer"
+  cmake -S "$here/find_package" -B "$root/find_package" "${generator[@]}" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >"$root/find_package.log"
+  cmake --build "$root/find_package" -j "$jobs"
+  "$root/find_package/app"
+
+  step "$kind: add_subdirectory consumer"
+  cmake -S "$here/subdirectory" -B "$root/subdirectory" "${generator[@]}" \
+    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=$shared -DMOTE_SOURCE_DIR="$src" \
+    >"$root/subdirectory.log"
+  cmake --build "$root/subdirectory" -j "$jobs"
+  "$root/subdirectory/app"
+
+  step "$kind: pkg-config consumers"
+  pc=$(find "$prefix" -name mote.pc -print -quit)
+  test -n "$pc"
+  pcdir=$(dirname "$pc")
+  pkg-config() { PKG_CONFIG_PATH="$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" command pkg-config "$@"; }
+  libdir=$(pkg-config --variable=libdir mote)
+  echo "pkg-config --cflags --libs mote: $(pkg-config --cflags --libs mote)"
+  # The one-line compile a user would write (rpath only because the prefix is
+  # not on the loader's path).
+  c++ -std=c++20 -O2 -o "$root/pkgconfig-app" "$here/consumer.cpp" \
+    $(pkg-config --cflags --libs mote) -Wl,-rpath,"$libdir"
+  "$root/pkgconfig-app"
+  # The C API from C. A static libmote holds C++ code, so the C++ driver links.
+  cc -std=c99 -O2 -c -o "$root/consumer-c.o" "$here/consumer.c" $(pkg-config --cflags mote)
+  if [[ $shared == ON ]]; then
+    cc -o "$root/pkgconfig-c-app" "$root/consumer-c.o" $(pkg-config --libs mote) -Wl,-rpath,"$libdir"
+  else
+    c++ -o "$root/pkgconfig-c-app" "$root/consumer-c.o" $(pkg-config --libs mote)
+  fi
+  "$root/pkgconfig-c-app"
+  unset -f pkg-config
+done
+
+echo "install test: all consumers passed ($kinds)"
