@@ -43,8 +43,9 @@ typedef enum mote_status {
 typedef struct mote_runtime mote_runtime;
 typedef struct mote_task_group mote_task_group;
 
-/* Options for mote_init. A field left 0 (or NULL) is taken from the MOTE_*
- * environment variables, else from the topology. */
+/* Options for mote_init. An unset field is taken from the MOTE_* environment
+ * variables, else from the topology: num_workers 0, bind NULL, spin_us
+ * negative (0 means "do not spin"). mote_options_init sets every field unset. */
 typedef struct mote_options {
   unsigned num_workers;   /* 0: MOTE_NUM_THREADS, else one per core */
   const char* bind;       /* NULL: MOTE_BIND; "none", "cores", "threads" or a cpu list */

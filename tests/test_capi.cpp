@@ -65,7 +65,7 @@ class scoped_env {
 
 }  // namespace
 
-TEST(CApi, StrerrorNamesEveryStatus) {
+TEST(capi, StrerrorNamesEveryStatus) {
   const mote_status all[] = {MOTE_OK,    MOTE_EINVAL, MOTE_ECONFIG,  MOTE_ENOMEM,
                              MOTE_ETASK, MOTE_EBUSY,  MOTE_EINTERNAL};
   std::vector<std::string> seen;
@@ -80,13 +80,13 @@ TEST(CApi, StrerrorNamesEveryStatus) {
   EXPECT_STREQ(mote_strerror(static_cast<mote_status>(-1)), "unknown status");
 }
 
-TEST(CApi, LastErrorIsEmptyOnAFreshThread) {
+TEST(capi, LastErrorIsEmptyOnAFreshThread) {
   std::string seen = "not run";
   std::thread([&] { seen = mote_last_error(); }).join();
   EXPECT_EQ(seen, "");
 }
 
-TEST(CApi, LastErrorIsPerThread) {
+TEST(capi, LastErrorIsPerThread) {
   EXPECT_EQ(mote_finalize(nullptr), MOTE_EINVAL);
   const std::string here = last_error();
   EXPECT_NE(here.find("mote_finalize"), std::string::npos) << here;
@@ -96,7 +96,7 @@ TEST(CApi, LastErrorIsPerThread) {
   EXPECT_EQ(last_error(), here);
 }
 
-TEST(CApi, OptionsInitMeansEverythingFromTheEnvironment) {
+TEST(capi, OptionsInitMeansEverythingFromTheEnvironment) {
   mote_options o;
   o.num_workers = 7;
   o.bind = "cores";
@@ -108,7 +108,7 @@ TEST(CApi, OptionsInitMeansEverythingFromTheEnvironment) {
   mote_options_init(nullptr);  // harmless
 }
 
-TEST(CApi, NullArgumentsAreInvalid) {
+TEST(capi, NullArgumentsAreInvalid) {
   mote_runtime* rt = make_runtime();
   ASSERT_NE(rt, nullptr);
   mote_task_group* g = nullptr;
@@ -135,7 +135,7 @@ TEST(CApi, NullArgumentsAreInvalid) {
   EXPECT_EQ(mote_finalize(rt), MOTE_OK);
 }
 
-TEST(CApi, InitWithOptions) {
+TEST(capi, InitWithOptions) {
   mote_runtime* rt = make_runtime();
   ASSERT_NE(rt, nullptr);
   EXPECT_EQ(mote_num_workers(rt), 2u);
@@ -150,7 +150,7 @@ TEST(CApi, InitWithOptions) {
   EXPECT_EQ(mote_finalize(rt), MOTE_OK);
 }
 
-TEST(CApi, BadBindIsAConfigErrorNamingTheField) {
+TEST(capi, BadBindIsAConfigErrorNamingTheField) {
   mote_options o;
   mote_options_init(&o);
   o.num_workers = 1;
@@ -162,7 +162,7 @@ TEST(CApi, BadBindIsAConfigErrorNamingTheField) {
   EXPECT_NE(last_error().find("sideways"), std::string::npos) << last_error();
 }
 
-TEST(CApi, BadEnvironmentIsAConfigErrorNamingTheVariable) {
+TEST(capi, BadEnvironmentIsAConfigErrorNamingTheVariable) {
   scoped_env env("MOTE_NUM_THREADS", "lots");
   mote_runtime* rt = nullptr;
   EXPECT_EQ(mote_init(nullptr, &rt), MOTE_ECONFIG);
@@ -170,7 +170,7 @@ TEST(CApi, BadEnvironmentIsAConfigErrorNamingTheVariable) {
   EXPECT_NE(last_error().find("MOTE_NUM_THREADS"), std::string::npos) << last_error();
 }
 
-TEST(CApi, OptionsOverrideTheEnvironment) {
+TEST(capi, OptionsOverrideTheEnvironment) {
   scoped_env env("MOTE_NUM_THREADS", "lots");
   mote_options o;
   mote_options_init(&o);
@@ -182,7 +182,7 @@ TEST(CApi, OptionsOverrideTheEnvironment) {
   EXPECT_EQ(mote_finalize(rt), MOTE_OK);
 }
 
-TEST(CApi, SpawnAndWait) {
+TEST(capi, SpawnAndWait) {
   mote_runtime* rt = make_runtime();
   ASSERT_NE(rt, nullptr);
   mote_task_group* g = nullptr;
@@ -229,7 +229,7 @@ void grow(void* arg) {
 
 }  // namespace
 
-TEST(CApi, SpawnFromInsideTasks) {
+TEST(capi, SpawnFromInsideTasks) {
   mote_runtime* rt = make_runtime();
   ASSERT_NE(rt, nullptr);
   mote_task_group* g = nullptr;
@@ -248,7 +248,7 @@ void throw_from_cpp(void*) { throw std::runtime_error("the callback gave up"); }
 void throw_int(void*) { throw 17; }
 }  // namespace
 
-TEST(CApi, ThrowingCallbackIsATaskError) {
+TEST(capi, ThrowingCallbackIsATaskError) {
   mote_runtime* rt = make_runtime();
   ASSERT_NE(rt, nullptr);
   mote_task_group* g = nullptr;
@@ -273,7 +273,7 @@ TEST(CApi, ThrowingCallbackIsATaskError) {
   EXPECT_EQ(mote_finalize(rt), MOTE_OK);
 }
 
-TEST(CApi, DestroyWithPendingTasksIsBusy) {
+TEST(capi, DestroyWithPendingTasksIsBusy) {
   mote_runtime* rt = make_runtime();
   ASSERT_NE(rt, nullptr);
   mote_task_group* g = nullptr;
@@ -291,7 +291,7 @@ TEST(CApi, DestroyWithPendingTasksIsBusy) {
   EXPECT_EQ(mote_finalize(rt), MOTE_OK);
 }
 
-TEST(CApi, FinalizeWithALiveGroupIsBusy) {
+TEST(capi, FinalizeWithALiveGroupIsBusy) {
   mote_runtime* rt = make_runtime();
   ASSERT_NE(rt, nullptr);
   mote_task_group* g = nullptr;
@@ -302,7 +302,7 @@ TEST(CApi, FinalizeWithALiveGroupIsBusy) {
   EXPECT_EQ(mote_finalize(rt), MOTE_OK);
 }
 
-TEST(CApi, TwoRuntimesAtOnce) {
+TEST(capi, TwoRuntimesAtOnce) {
   mote_runtime* a = make_runtime();
   mote_runtime* b = make_runtime();
   ASSERT_NE(a, nullptr);
@@ -328,7 +328,7 @@ TEST(CApi, TwoRuntimesAtOnce) {
   EXPECT_EQ(mote_finalize(b), MOTE_OK);
 }
 
-TEST(CApi, GroupsFromSeveralThreads) {
+TEST(capi, GroupsFromSeveralThreads) {
   mote_runtime* rt = make_runtime();
   ASSERT_NE(rt, nullptr);
   const int threads = 3;

@@ -194,3 +194,32 @@ TEST(TaskGroup, DefaultRuntimeFromOutside) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TaskGroup, WaitFromAnotherThreadIsReported) {
+  mote::runtime rt(workers(2));
+  std::atomic<int> ran{0};
+  rt.run([&] {
+    mote::task_group g;
+    for (int i = 0; i < 10; ++i) g.spawn([&ran] { ran.fetch_add(1); });
+    std::thread other([&] { EXPECT_THROW(g.wait(), std::logic_error); });
+    other.join();
+    g.wait();  // the creator's wait still works and loses nothing
+  });
+  EXPECT_EQ(ran.load(), 10);
+}
+
+TEST(TaskGroup, WaitFromNestedFrameIsReported) {
+  mote::runtime rt(workers(1));
+  std::atomic<int> ran{0};
+  rt.run([&] {
+    mote::task_group g;
+    g.spawn([&ran] { ran.fetch_add(1); });
+    mote::join([&] { EXPECT_THROW(g.wait(), std::logic_error); }, [] {});
+    g.wait();
+  });
+  EXPECT_EQ(ran.load(), 1);
+}
+
+}  // namespace

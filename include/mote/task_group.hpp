@@ -52,7 +52,7 @@ class MOTE_API task_group {
   // A group must be waited for. If tasks are still pending, the destructor
   // cancels those that have not started, waits for the rest, and then throws
   // mote::missing_wait (unless an exception is already propagating).
-  ~task_group() noexcept(false);
+  ~task_group() noexcept(false);  // NOLINT(bugprone-exception-escape): throws missing_wait by design
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
 
@@ -82,9 +82,14 @@ class MOTE_API task_group {
   std::uint32_t base_ = 0;          // owner's deque depth when the group started
   std::uint32_t top_ = 0;           // owner's deque depth after the group's last local push
   std::uint64_t context_ = 0;       // owner's task context when the group started
-  // Tasks spawned and not yet finished. Incremented before a task is published
-  // (so it never goes below zero); decremented with release by task_finished(),
-  // which pairs with the acquire loads in wait().
+  std::int64_t local_count_ = 0;    // tasks on the owner's deque since the last wait (owner only)
+  // Tasks that run elsewhere and have not finished: foreign spawns (counted
+  // before they are submitted) and local tasks that a thief took (counted by
+  // the owner when its pop finds them gone, which may come after the thief's
+  // decrement: the count can dip below zero meanwhile). Local tasks that the
+  // owner runs itself never touch it. Decrements in task_finished() are
+  // seq_cst (release for the task's writes), paired with the acquire loads in
+  // wait().
   alignas(detail::cache_line) std::atomic<std::int64_t> pending_{0};
   std::atomic<std::uint32_t> waiters_{0};    // threads parked in wait()
   std::atomic<std::uint32_t> wake_word_{0};  // futex word the parked waiters sleep on
@@ -96,20 +101,22 @@ class MOTE_API task_group {
 template <class F>
 void task_group::spawn(F&& f) {
   auto* t = new detail::group_task<std::decay_t<F>>(this, std::forward<F>(f));
-  // Relaxed: publication of t (push then grow_shared's release CAS, or the
-  // injection queue's mutex) orders this increment before any decrement.
-  pending_.fetch_add(1, std::memory_order_relaxed);
   detail::worker* w = detail::current_worker;
   // Local push only from the group's own frame: same worker, same task
   // context, nothing pushed above the group's last task.
   if (MOTE_LIKELY(w == owner_ && w != nullptr && w->depth() == top_ && w->context() == context_)) {
     if (MOTE_LIKELY(w->push(t))) {
       top_ = w->depth();
+      ++local_count_;
       return;
     }
+    t->state.store(detail::task::kOwnerRun, std::memory_order_relaxed);
     t->execute(t, *w);  // deque full: run it here
     return;
   }
+  // Relaxed: the submission (the injection queue's mutex) orders this
+  // increment before the task's decrement.
+  pending_.fetch_add(1, std::memory_order_relaxed);
   spawn_task(t);
 }
 
@@ -124,8 +131,9 @@ void detail::group_task<F>::run(task* base, worker&) noexcept {
       g->record_exception(std::current_exception());
     }
   }
+  const bool counted = self->state.load(std::memory_order_relaxed) != kOwnerRun;
   delete self;
-  g->task_finished();
+  if (counted) g->task_finished();
 }
 
 }  // namespace mote

@@ -153,6 +153,7 @@ topology assemble(const std::vector<raw_cpu>& raw, std::vector<raw_cache> raw_ca
 // assume when nothing describes the machine.
 topology flat_topology(const std::vector<int>& allowed) {
   std::vector<raw_cpu> raw;
+  raw.reserve(allowed.size());
   for (int cpu : allowed) raw.push_back({cpu, 0, cpu, cpu, 0});
   return assemble(raw, {}, "fallback");
 }
@@ -307,6 +308,7 @@ topology detect_sysfs(const std::vector<int>& allowed) {
     }
   }
   std::vector<raw_cache> cache_list;
+  cache_list.reserve(caches.size());
   for (auto& [key, c] : caches) cache_list.push_back(std::move(c));
   return assemble(raw, std::move(cache_list), "sysfs");
 }

@@ -72,15 +72,13 @@ std::string format_cpu_list(const std::vector<int>& cpus) {
   return out;
 }
 
-// A non-negative decimal CPU number, or a message saying why not.
+// A plain decimal CPU number. Throws for a negative or huge one (the message
+// is more useful than "not a number"); nullopt for anything else that is not
+// digits, so the caller can quote the whole entry.
 std::optional<long> parse_cpu_number(std::string_view token, std::string_view what,
                                      std::string_view text) {
   if (token.empty()) return std::nullopt;
-  if (token.front() == '-' || token.front() == '+') {
-    // '+' is not negative, but accepting signs at all would make "1--2" ambiguous.
-    if (token.front() == '-') fail(what, text, "cpu numbers cannot be negative");
-    return std::nullopt;
-  }
+  if (token.front() == '-') fail(what, text, "cpu numbers cannot be negative");
   long value = 0;
   const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
   if (ptr != token.data() + token.size()) return std::nullopt;

@@ -1,4 +1,6 @@
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "mote/runtime.hpp"
@@ -33,6 +35,22 @@ runtime_impl::~runtime_impl() {
   idle_epoch_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake(&idle_epoch_, -1);
   for (auto& t : threads_) t.join();
+  if (const char* v = std::getenv("MOTE_STATS"); v != nullptr && v[0] == '1') print_stats();
+}
+
+void runtime_impl::print_stats() const {
+  std::fprintf(stderr, "mote: %u workers\n", num_workers());
+  std::fprintf(stderr, "%6s %12s %14s %10s %10s %12s %8s %9s\n", "worker", "steals", "failed_steals",
+               "shares", "shrinks", "stolen_pops", "parks", "injected");
+  for (const auto& w : workers_) {
+    const worker_stats& s = w->stats_;
+    std::fprintf(stderr, "%6u %12llu %14llu %10llu %10llu %12llu %8llu %9llu\n", w->index(),
+                 static_cast<unsigned long long>(s.steals),
+                 static_cast<unsigned long long>(s.failed_steals),
+                 static_cast<unsigned long long>(s.shares), static_cast<unsigned long long>(s.shrinks),
+                 static_cast<unsigned long long>(s.stolen_pops),
+                 static_cast<unsigned long long>(s.parks), static_cast<unsigned long long>(s.injected));
+  }
 }
 
 void runtime_impl::submit(task* t) {
@@ -59,7 +77,10 @@ task* runtime_impl::find_work(worker& self) noexcept {
   // Relaxed: a stale zero only delays the pick-up to the next look; the mutex
   // in take_injected() orders the task's contents.
   if (inject_count_.load(std::memory_order_relaxed) != 0) {
-    if (task* t = take_injected()) return t;
+    if (task* t = take_injected()) {
+      ++self.stats_.injected;
+      return t;
+    }
   }
   const auto n = static_cast<unsigned>(workers_.size());
   if (n < 2) return nullptr;
@@ -86,6 +107,7 @@ void runtime_impl::park(worker& self) noexcept {
   idle_sleepers_.fetch_add(1, std::memory_order_seq_cst);
   const std::uint32_t epoch = idle_epoch_.load(std::memory_order_seq_cst);
   if (!stop_.load(std::memory_order_seq_cst) && !work_visible(self)) {
+    ++self.stats_.parks;
     futex_wait(&idle_epoch_, epoch);
   }
   idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);

@@ -62,6 +62,7 @@ class runtime_impl {
 
  private:
   void worker_main(unsigned index);
+  void print_stats() const;
   // Sleeps until notify_one(), unless work is visible or the runtime stops.
   void park(worker& self) noexcept;
   bool work_visible(worker& self) noexcept;

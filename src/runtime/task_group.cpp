@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <stdexcept>
 
 #include "runtime/runtime_impl.hpp"
 
@@ -25,8 +26,9 @@ task_group::task_group(runtime& rt) : runtime_(&rt.impl()), owner_(nullptr) {
   }
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): throws missing_wait by design
 task_group::~task_group() noexcept(false) {
-  if (pending_.load(std::memory_order_acquire) == 0) return;
+  if (local_count_ == 0 && pending_.load(std::memory_order_acquire) == 0) return;
   // Forgotten wait: cancel what has not started, wait for what has, and then
   // say so. Nothing is left running against this destroyed frame.
   cancel();
@@ -70,8 +72,17 @@ void task_group::spawn_task(detail::task* t) {
 
 void task_group::wait() {
   detail::worker* w = detail::current_worker;
+  if (owner_ != nullptr && w != owner_) {
+    throw std::logic_error(
+        "mote::task_group::wait: called on a thread other than the worker that created the group");
+  }
   if (w != nullptr && &w->runtime() == runtime_) {
-    if (w == owner_ && w->depth() == top_ && w->context() == context_) {
+    if (w == owner_ && local_count_ != 0) {
+      if (w->depth() != top_ || w->context() != context_) {
+        throw std::logic_error(
+            "mote::task_group::wait: called from a frame nested inside other parallel work "
+            "while the group's own tasks are still below it; wait from the frame that spawned them");
+      }
       // Take back our own tasks, newest first; run those nobody stole. Until
       // wait() returns, top_ matches no depth, so a spawn from inside a task
       // run here goes through the injection queue instead of pushing between
@@ -80,9 +91,17 @@ void task_group::wait() {
       while (w->depth() > base_) {
         w->share_if_wanted();
         detail::task* t = w->top();
-        if (w->pop()) t->execute(t, *w);
-        // else a thief runs it and counts it down
+        if (w->pop()) {
+          t->state.store(detail::task::kOwnerRun, std::memory_order_relaxed);
+          t->execute(t, *w);
+        } else {
+          // A thief has it and counts it down when done, maybe already.
+          pending_.fetch_add(1, std::memory_order_seq_cst);
+        }
       }
+      local_count_ = 0;
+    } else if (w == owner_) {
+      top_ = UINT32_MAX;
     }
     // Help the runtime until the stolen and injected tasks are done too.
     const std::int64_t spin = runtime_->spin_ns();

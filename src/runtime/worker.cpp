@@ -48,6 +48,7 @@ void worker::grow_shared() noexcept {
                                             std::memory_order_relaxed)) {
   }
   split_ = new_split;
+  ++stats_.shares;
   runtime_->notify_one();
 }
 
@@ -69,6 +70,7 @@ bool worker::pop_shared() noexcept {
                                           std::memory_order_relaxed)) {
       split_ = new_split;
       --head_;
+      ++stats_.shrinks;
       return true;
     }
   }
@@ -84,6 +86,7 @@ bool worker::pop_shared() noexcept {
     wait.pause();
   }
   last_thief_ = reinterpret_cast<worker*>(mark & ~kStolenTag);
+  ++stats_.stolen_pops;
   head_ = top;
   split_ = top;
   // No thief can be mid-CAS on a state with tail < split (there is none), so
@@ -97,6 +100,7 @@ task* worker::steal_from(worker& victim) noexcept {
   const std::uint32_t tail = tail_of(ts);
   const std::uint32_t split = split_of(ts);
   if (tail >= split) {
+    ++stats_.failed_steals;
     // Ask the owner to share. Read first: writing an already-set flag would
     // pull the line away from the owner for nothing.
     if (victim.split_wanted_.load(std::memory_order_relaxed) == 0) {
@@ -109,8 +113,10 @@ task* worker::steal_from(worker& victim) noexcept {
   if (!victim.tail_split_.compare_exchange_strong(ts, pack(tail + 1, split),
                                                   std::memory_order_acq_rel,
                                                   std::memory_order_relaxed)) {
+    ++stats_.failed_steals;
     return nullptr;
   }
+  ++stats_.steals;
   task* t = victim.slots_[tail].load(std::memory_order_relaxed);
   // Release: the owner reuses this slot only after seeing our mark (the
   // acquire loop in pop_shared()), so our read above happens before its write.

@@ -26,7 +26,8 @@ int main() {
 
   std::atomic<long> sum{0};
   mote::task_group g(rt);
-  for (long i = 1; i <= 100; ++i) g.spawn([&sum, i] { sum.fetch_add(i, std::memory_order_relaxed); });
+  for (long i = 1; i <= 100; ++i)
+    g.spawn([&sum, i] { sum.fetch_add(i, std::memory_order_relaxed); });
   g.wait();
   if (sum.load() != 5050) {
     std::fprintf(stderr, "task_group sum = %ld, expected 5050\n", sum.load());

@@ -42,6 +42,8 @@ struct task {
   static constexpr std::uint32_t kParked = 1;
   static constexpr std::uint32_t kDone = 2;
   static constexpr std::uint32_t kFailed = 3;  // done, and an exception is stored
+  // A task_group task that its owner popped back and runs itself (owner-private).
+  static constexpr std::uint32_t kOwnerRun = 4;
 
   void init(execute_fn fn) noexcept {
     execute = fn;
@@ -57,6 +59,19 @@ struct task {
 // at start-up (not dlopen'ed), so static TLS space is guaranteed.
 MOTE_API extern constinit thread_local worker* current_worker
     __attribute__((tls_model("initial-exec")));
+
+// Per-worker event counts, kept on slow paths only (the fast path of join
+// counts nothing). Each worker writes its own; they are read when the runtime
+// ends (MOTE_STATS=1), after the workers have been joined.
+struct worker_stats {
+  std::uint64_t steals = 0;          // tasks this worker stole
+  std::uint64_t failed_steals = 0;   // steal attempts that found nothing
+  std::uint64_t shares = 0;          // grow_shared: private tasks made stealable
+  std::uint64_t shrinks = 0;         // pop_shared took a shared task back
+  std::uint64_t stolen_pops = 0;     // pops that found their task stolen
+  std::uint64_t parks = 0;           // sleeps on the idle futex
+  std::uint64_t injected = 0;        // tasks taken from the injection queue
+};
 
 class alignas(cache_line) worker {
  public:
@@ -165,6 +180,9 @@ class alignas(cache_line) worker {
   unsigned index_;
   std::uint64_t rng_;
   worker* last_thief_ = nullptr;  // who took the task of the last failed pop()
+ public:
+  worker_stats stats_;
+ private:
   std::uint64_t context_ = 0;
   std::uint64_t context_seq_ = 0;
 

@@ -1,0 +1,92 @@
+// The main() body every micro variant shares. A variant supplies an `env`
+// built for o.workers threads with three operations:
+//
+//   double spawn_loop(long iters)   seconds that `iters` spawn+join pairs of an
+//                                   empty task take, timed on a worker of the
+//                                   runtime (the loop runs inside the runtime)
+//   double wake_once()              seconds from handing the runtime a task to
+//                                   that task starting on a worker thread (not
+//                                   the caller), the runtime having been idle
+//   void warm()                     runs one parallel task, so every worker of
+//                                   the runtime has been started
+//
+// Kernels (choose with --kernel; the runner runs spawn with 1 worker and the
+// other two with 2):
+//   spawn     ns per spawn+join; --iters N (default: env.default_iters)
+//   wakeup    us from submit to start after --idle-ms (20) of idleness, long
+//             enough for spinning workers to park; --wakeups (50) samples
+//   idle_cpu  CPU seconds (user+sys, whole process) consumed while the warmed
+//             runtime sits idle for --idle-cpu-ms (2000)
+#pragma once
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+#include <thread>
+
+#include "../common/harness.hpp"
+
+namespace mote_bench::micro {
+
+inline double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * t.tv_usec; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+// A few microseconds of work that the optimizer cannot remove, for warm().
+inline std::int64_t small_work() {
+  volatile std::int64_t sink = 0;
+  for (int i = 0; i < 20000; ++i) sink = sink + i;
+  return sink;
+}
+
+template <class Env>
+int run_suite(const options& o, std::string_view runtime_name, Env& env, const extras& info = {}) {
+  using namespace std::chrono;
+  if (o.wants("spawn")) {
+    const long iters = option_value(o, "--iters", env.default_iters);
+    record r{"micro", "spawn", runtime_name, o.workers, "ns", {}, iters, info};
+    r.extra.add("iters", std::int64_t{iters});
+    for (int i = 0; i < o.warmup; ++i) env.spawn_loop(iters / 10 + 1);
+    double spent = 0;
+    for (int i = 0; i < o.reps; ++i) {
+      double s = env.spawn_loop(iters);
+      r.samples.push_back(1e9 * s / static_cast<double>(iters));
+      spent += s;
+      if (o.budget_ms > 0 && 1e3 * spent >= o.budget_ms) break;
+    }
+    emit(r);
+  }
+  if (o.wants("wakeup")) {
+    const long idle_ms = option_value(o, "--idle-ms", 20);
+    const long count = option_value(o, "--wakeups", 50);
+    if (o.workers < 2) usage_error("--workers (wakeup needs 2 or more)", "1");
+    record r{"micro", "wakeup", runtime_name, o.workers, "us", {}, count, info};
+    r.extra.add("idle_ms", std::int64_t{idle_ms});
+    env.warm();
+    for (long i = 0; i < count; ++i) {
+      std::this_thread::sleep_for(milliseconds(idle_ms));
+      r.samples.push_back(1e6 * env.wake_once());
+    }
+    emit(r);
+  }
+  if (o.wants("idle_cpu")) {
+    const long idle_ms = option_value(o, "--idle-cpu-ms", 2000);
+    record r{"micro", "idle_cpu", runtime_name, o.workers, "cpu_s", {}, o.reps, info};
+    r.extra.add("idle_ms", std::int64_t{idle_ms});
+    for (int i = 0; i < o.reps; ++i) {
+      env.warm();
+      double before = process_cpu_seconds();
+      std::this_thread::sleep_for(milliseconds(idle_ms));
+      r.samples.push_back(process_cpu_seconds() - before);
+    }
+    emit(r);
+  }
+  return 0;
+}
+
+}  // namespace mote_bench::micro

@@ -1,0 +1,608 @@
+#!/usr/bin/python3
+"""Run mote's benchmark suites side by side and write the report.
+
+Reads the suite registry (bench/suites.json), runs every benchmark executable
+it names, interleaved round by round (for each round, every job once, in an
+order rotated each round) so that all runtimes share the same noise, and
+writes into bench/results/:
+
+  results.json   every sample, the machine, tool versions, failures
+  REPORT.md      machine, issue targets beside our figures, one table per
+                 kernel, the plots
+  *.png          bar plots (median, whiskers min..max)
+
+Adding a suite is one entry in bench/suites.json (plus its executables in
+bench/CMakeLists.txt). Suite-specific derived tables (e.g. the per-spawn cost
+derived from fib) are optional functions in DERIVED below.
+
+  tools/report.py                 full run (about 5 minutes on 2 cores)
+  tools/report.py --quick         smoke run: one round, few repetitions
+  tools/report.py --from-json     redraw REPORT.md and plots from results.json
+
+Exits nonzero when a benchmark failed or computed a wrong answer (the report
+is still written, with the failures listed).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_REGISTRY = os.path.join(ROOT, "bench", "suites.json")
+DEFAULT_BIN_DIRS = [
+    os.path.join(ROOT, "build", "bench", "bench", "bin"),   # in-tree build (g++)
+    os.path.join(ROOT, "build", "bench-llvmomp", "bin"),    # LLVM OpenMP build (clang++)
+]
+DEFAULT_OUT = os.path.join(ROOT, "bench", "results")
+
+# Figures quoted by the issue. Lace and Taskflow are not measured here.
+QUOTED = {
+    "serial_fib32_ms": 2.7,
+    "spawn_ns": [("Lace", 0.9), ("LLVM OpenMP", 47), ("GNU OpenMP", 56), ("Taskflow", 60), ("oneTBB", 102)],
+    "fib32_2threads_ms": [("Lace", "4.0"), ("Taskflow", "113"), ("oneTBB", "184"), ("OpenMP", "620-700")],
+    "mote_spawn_ns_max": 1.5,
+    "mote_fib_speedup_min": 1.7,
+    "mote_fib_vs_serial_max": 1.5,
+}
+
+
+# ---------------------------------------------------------------- statistics
+
+def quantile(xs, q):
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summary(xs):
+    return {
+        "n": len(xs),
+        "median": statistics.median(xs),
+        "min": min(xs),
+        "max": max(xs),
+        "p10": quantile(xs, 0.10),
+        "p90": quantile(xs, 0.90),
+        "q1": quantile(xs, 0.25),
+        "q3": quantile(xs, 0.75),
+    }
+
+
+def fmt(v, digits=3):
+    if v is None or v != v:
+        return "n/a"
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.{digits - 1}f}" if a < 10 else f"{v:.1f}"
+    return f"{v:.{digits}g}"
+
+
+# ---------------------------------------------------------------- machine
+
+def sh(cmd):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def dpkg_version(pkg):
+    return sh(["dpkg-query", "-W", "-f=${Version}", pkg]) or None
+
+
+def machine_info():
+    model = ""
+    for line in sh(["lscpu"]).splitlines():
+        if line.startswith("Model name:"):
+            model = line.split(":", 1)[1].strip()
+    first = lambda s: s.splitlines()[0] if s else None  # noqa: E731
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {
+        "cpu_model": model,
+        "nproc": int(sh(["nproc"]) or 0),
+        "kernel": sh(["uname", "-srvmo"]),
+        "gxx": first(sh(["g++", "--version"])),
+        "clangxx": first(sh(["clang++", "--version"])),
+        "python": platform.python_version(),
+        "matplotlib": matplotlib.__version__,
+        "packages": {p: dpkg_version(p) for p in
+                     ["libtbb-dev", "libtbb12", "libomp-dev", "libomp5-14", "libgomp1", "libhwloc-dev"]},
+        "mote_commit": sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]) or None,
+        "loadavg_start": load,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+# ---------------------------------------------------------------- running
+
+def find_exe(name, bin_dirs):
+    for d in bin_dirs:
+        p = os.path.join(d, name)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def plan_jobs(registry, quick, only_suites, bin_dirs):
+    """The list of (suite, job, runtime, workers, exe) to run each round."""
+    jobs, skipped = [], []
+    for suite in registry["suites"]:
+        if only_suites and suite["name"] not in only_suites:
+            continue
+        for job in suite["jobs"]:
+            spec = dict(job)
+            if quick:
+                spec.update(job.get("quick", {}))
+            for rt in job["runtimes"]:
+                rinfo = registry["runtimes"][rt]
+                exe_name = f"bench_{suite['name']}_{rinfo['exe_suffix']}"
+                exe = find_exe(exe_name, bin_dirs)
+                for w in job["workers"]:
+                    if w != 1 and not rinfo.get("parallel", True):
+                        continue
+                    key = (suite["name"], job["kernel"], rt, w)
+                    if exe is None:
+                        skipped.append({"key": list(key), "reason": f"{exe_name} not built"})
+                        continue
+                    jobs.append({"suite": suite, "spec": spec, "runtime": rt, "workers": w,
+                                 "exe": exe, "key": key})
+    return jobs, skipped
+
+
+def run_job(job, samples_so_far, timeout):
+    spec = job["spec"]
+    warmup = spec.get("warmup", 1)
+    budget = spec.get("budget_ms")
+    # A kernel slower than its budget needs no warm-up call before each sample:
+    # its first call warms everything, and a warm-up would double the cost.
+    if budget and spec.get("unit") == "ms" and samples_so_far and statistics.median(samples_so_far) > budget:
+        warmup = 0
+    cmd = [job["exe"], "--kernel", spec["kernel"], "--workers", str(job["workers"]),
+           "--reps", str(spec.get("reps", 5)), "--warmup", str(warmup)]
+    if budget:
+        cmd += ["--budget-ms", str(budget)]
+    cmd += [str(a) for a in spec.get("args", [])]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s: {' '.join(cmd)}"
+    elapsed = time.monotonic() - t0
+    records = []
+    for line in proc.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                return None, f"unparsable output line: {line[:200]}"
+    if proc.returncode != 0:
+        return None, (f"exit status {proc.returncode}: {' '.join(cmd)}\n"
+                      f"{proc.stderr.strip()[-1500:]}")
+    if not records:
+        return None, f"no record printed: {' '.join(cmd)}"
+    return {"records": records, "seconds": elapsed, "cmd": cmd}, None
+
+
+def run_all(registry, args, bin_dirs):
+    jobs, skipped = plan_jobs(registry, args.quick, args.suite, bin_dirs)
+    rounds = args.rounds or (1 if args.quick else 5)
+    results = {}   # key -> record with accumulated samples
+    failures = []
+    failed_keys = set()
+    t_start = time.monotonic()
+    round_seconds = []
+    for r in range(rounds):
+        elapsed = time.monotonic() - t_start
+        if round_seconds and elapsed + max(round_seconds) > 60 * args.max_minutes:
+            print(f"stopping after {r} rounds: another would pass --max-minutes {args.max_minutes}",
+                  file=sys.stderr, flush=True)
+            rounds = r
+            break
+        round_start = time.monotonic()
+        # Rotate the order so that no runtime always runs right after the same neighbour.
+        offset = (r * 7) % max(1, len(jobs))
+        order = jobs[offset:] + jobs[:offset]
+        print(f"round {r + 1}/{rounds}: {len(order)} jobs", file=sys.stderr, flush=True)
+        for job in order:
+            key = job["key"]
+            if key in failed_keys:
+                continue
+            prev = results.get(key, {}).get("samples", [])
+            out, err = run_job(job, prev, args.timeout)
+            label = f"{key[0]}/{key[1]} {key[2]} x{key[3]}"
+            if err:
+                print(f"  FAILED {label}: {err}", file=sys.stderr, flush=True)
+                failures.append({"key": list(key), "error": err})
+                failed_keys.add(key)
+                continue
+            for rec in out["records"]:
+                k = (rec["suite"], rec["kernel"], rec["runtime"], rec["workers"])
+                acc = results.setdefault(k, {**rec, "samples": [], "runs": 0, "results": []})
+                acc["samples"].extend(rec["samples"])
+                acc["runs"] += 1
+                acc["results"].append(rec["result"])
+            med = statistics.median(out["records"][0]["samples"]) if out["records"][0]["samples"] else float("nan")
+            print(f"  {label}: median {fmt(med)} {out['records'][0]['unit']} "
+                  f"({len(out['records'][0]['samples'])} samples, {out['seconds']:.1f} s)",
+                  file=sys.stderr, flush=True)
+        round_seconds.append(time.monotonic() - round_start)
+    # Every runtime must compute the same answer as the baseline (or, without
+    # one, as each other) for the timing-kernels; the executables check the
+    # known answers themselves.
+    for suite in registry["suites"]:
+        base = suite.get("baseline")
+        if not base:
+            continue
+        for job in suite["jobs"]:
+            ref = results.get((suite["name"], job["kernel"], base, 1))
+            if ref is None:
+                continue
+            for k, rec in results.items():
+                if k[0] == suite["name"] and k[1] == job["kernel"] and set(rec["results"]) != {ref["result"]}:
+                    failures.append({"key": list(k), "error": f"result {rec['results']} != {base} {ref['result']}"})
+    return {
+        "rounds": rounds,
+        "duration_s": time.monotonic() - t_start,
+        "records": sorted(results.values(), key=lambda x: (x["suite"], x["kernel"], x["runtime"], x["workers"])),
+        "failures": failures,
+        "skipped": skipped,
+    }
+
+
+# ---------------------------------------------------------------- derived figures
+
+def index(records):
+    return {(r["suite"], r["kernel"], r["runtime"], r["workers"]): r for r in records}
+
+
+def med(idx, *key):
+    r = idx.get(tuple(key))
+    return statistics.median(r["samples"]) if r and r["samples"] else None
+
+
+def spawn_costs(registry, idx):
+    """Per runtime: spawn+join ns from the empty-task loop (1 and 2 workers)
+    and derived from fib: (t_fib(1 worker) - t_fib(serial)) / spawns."""
+    serial = idx.get(("fork_join", "fib", "serial", 1))
+    rows = []
+    for rt in registry["runtimes"]:
+        if rt == "serial":
+            continue
+        fib1 = med(idx, "fork_join", "fib", rt, 1)
+        derived = None
+        if serial and fib1 is not None:
+            spawns = serial.get("extra", {}).get("spawns")
+            if spawns:
+                derived = (fib1 - statistics.median(serial["samples"])) * 1e6 / spawns
+        rows.append({"runtime": rt, "loop_1w": med(idx, "micro", "spawn", rt, 1),
+                     "loop_2w": med(idx, "micro", "spawn", rt, 2), "fib_derived_1w": derived})
+    return rows
+
+
+def targets_section(registry, idx):
+    labels = {k: v["label"] for k, v in registry["runtimes"].items()}
+    q = QUOTED
+    out = ["## Targets from the issue, beside our figures", "",
+           "The quoted figures come from the issue (from other machines and papers). Lace and "
+           "Taskflow are **quoted only, not measured here**; oneTBB and the OpenMPs are measured "
+           "below on this machine. Ours are medians of this run.", ""]
+    serial = med(idx, "fork_join", "fib", "serial", 1)
+    out += ["| figure | quoted | ours (this machine) |", "|---|---|---|",
+            f"| serial fib(32) | {q['serial_fib32_ms']} ms | {fmt(serial)} ms |"]
+    costs = {r["runtime"]: r for r in spawn_costs(registry, idx)}
+    quoted_spawn = ", ".join(f"{n} {v} ns" for n, v in q["spawn_ns"])
+    ours = "; ".join(f"{labels[rt]} {fmt(c['fib_derived_1w'])} ns (fib) / {fmt(c['loop_1w'])} ns (loop)"
+                     for rt, c in costs.items())
+    out.append(f"| per-spawn cost, 1 thread | {quoted_spawn} | {ours} |")
+    quoted_fib2 = ", ".join(f"{n} {v} ms" for n, v in q["fib32_2threads_ms"])
+    ours = "; ".join(f"{labels[rt]} {fmt(med(idx, 'fork_join', 'fib', rt, 2))} ms"
+                     for rt in registry["runtimes"] if rt != "serial")
+    out.append(f"| fib(32) on 2 threads | {quoted_fib2} | {ours} |")
+    out += ["", "mote's own aims:", "", "| aim | target | ours | met? |", "|---|---|---|---|"]
+
+    def verdict(ok):
+        return "n/a" if ok is None else ("yes" if ok else "**no**")
+
+    spawn = costs.get("mote", {}).get("loop_1w")
+    out.append(f"| spawn+join on one worker (empty join loop) | <= {q['mote_spawn_ns_max']} ns | "
+               f"{fmt(spawn)} ns | {verdict(None if spawn is None else spawn <= q['mote_spawn_ns_max'])} |")
+    f1, f2 = med(idx, "fork_join", "fib", "mote", 1), med(idx, "fork_join", "fib", "mote", 2)
+    sp = f1 / f2 if f1 and f2 else None
+    out.append(f"| fib(32): 2 workers vs 1 worker | >= {q['mote_fib_speedup_min']}x faster | "
+               f"{fmt(sp)}x | {verdict(None if sp is None else sp >= q['mote_fib_speedup_min'])} |")
+    vs = f2 / serial if f2 and serial else None
+    out.append(f"| fib(32) on 2 workers vs serial | within {q['mote_fib_vs_serial_max']}x | "
+               f"{fmt(vs)}x | {verdict(None if vs is None else vs <= q['mote_fib_vs_serial_max'])} |")
+    out.append("")
+    return out
+
+
+def micro_derived(registry, idx, out_dir):
+    labels = {k: v["label"] for k, v in registry["runtimes"].items()}
+    rows = spawn_costs(registry, idx)
+    lines = ["### Spawn+join cost (ns per spawn)", "",
+             "`loop`: the empty spawn+join loop of the micro suite, median. `from fib`: "
+             "(median fib(32) on 1 worker - median serial fib(32)) / number of spawns, the spawns "
+             "counted by walking the serial recursion (calls with n >= 2).", "",
+             "| runtime | loop, 1 worker | loop, 2 workers | from fib, 1 worker |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {labels[r['runtime']]} | {fmt(r['loop_1w'])} | {fmt(r['loop_2w'])} | "
+                     f"{fmt(r['fib_derived_1w'])} |")
+    lines.append("")
+    png = plot_spawn_costs(registry, rows, out_dir)
+    if png:
+        lines += [f"![spawn cost]({png})", ""]
+    return lines
+
+
+# Suite name -> function(registry, index, out_dir) returning extra Markdown lines.
+DERIVED = {"micro": micro_derived}
+
+
+# ---------------------------------------------------------------- plots
+
+def plot_kernel(registry, suite, job, idx, out_dir):
+    rts = [rt for rt in job["runtimes"] if any(k[:3] == (suite["name"], job["kernel"], rt) for k in idx)]
+    if not rts:
+        return None
+    workers = job["workers"]
+    width = 0.8 / len(workers)
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for wi, w in enumerate(workers):
+        xs, hs, lo, hi, colors = [], [], [], [], []
+        for i, rt in enumerate(rts):
+            r = idx.get((suite["name"], job["kernel"], rt, w))
+            if not r or not r["samples"]:
+                continue
+            s = summary(r["samples"])
+            xs.append(i + (wi - (len(workers) - 1) / 2) * width)
+            hs.append(s["median"])
+            lo.append(s["median"] - s["min"])
+            hi.append(s["max"] - s["median"])
+            colors.append(registry["runtimes"][rt]["color"])
+        if xs:
+            ax.bar(xs, hs, width, yerr=[lo, hi], capsize=3, color=colors, edgecolor="black",
+                   alpha=1.0 if wi == len(workers) - 1 else 0.55)
+            for x, h in zip(xs, hs):
+                ax.annotate(f"{w}w", (x, h), ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(range(len(rts)))
+    ax.set_xticklabels([registry["runtimes"][rt]["label"] for rt in rts])
+    if job.get("log", True):
+        ax.set_yscale("log")
+    ax.set_ylabel(job.get("unit", ""))
+    ax.set_title(f"{suite['name']}: {job['kernel']} (median; whiskers min..max; "
+                 f"pale = fewer workers)" if len(workers) > 1 else
+                 f"{suite['name']}: {job['kernel']} (median; whiskers min..max)", fontsize=9)
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    name = f"{suite['name']}_{job['kernel']}.png"
+    fig.savefig(os.path.join(out_dir, name), dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_spawn_costs(registry, rows, out_dir):
+    series = [("loop_1w", "loop, 1 worker"), ("loop_2w", "loop, 2 workers"), ("fib_derived_1w", "from fib, 1 worker")]
+    if not any(r[k] for r in rows for k, _ in series):
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / len(series)
+    for si, (k, label) in enumerate(series):
+        xs = [i + (si - 1) * width for i, r in enumerate(rows) if r[k] is not None and r[k] > 0]
+        hs = [r[k] for r in rows if r[k] is not None and r[k] > 0]
+        ax.bar(xs, hs, width, label=label, edgecolor="black")
+    ax.axhline(QUOTED["mote_spawn_ns_max"], color="red", linestyle="--", linewidth=1, label="mote aim 1.5 ns")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([registry["runtimes"][r["runtime"]]["label"] for r in rows])
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=0.5)
+    ax.set_ylabel("ns per spawn")
+    ax.set_title("spawn+join cost (median; values <= 0 not drawn)", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    name = "micro_spawn_cost.png"
+    fig.savefig(os.path.join(out_dir, name), dpi=110)
+    plt.close(fig)
+    return name
+
+
+# ---------------------------------------------------------------- Markdown
+
+def kernel_table(registry, suite, job, idx):
+    labels = {k: v["label"] for k, v in registry["runtimes"].items()}
+    base = suite.get("baseline")
+    base_med = med(idx, suite["name"], job["kernel"], base, 1) if base else None
+    unit = job.get("unit", "")
+    head = f"| runtime | workers | samples (runs) | median {unit} | min | max | p90 | IQR/median |"
+    sep = "|---|---|---|---|---|---|---|---|"
+    if base:
+        head += f" vs {labels[base]} |"
+        sep += "---|"
+    if suite.get("speedup"):
+        head += " 1->2 worker speedup |"
+        sep += "---|"
+    lines = [head, sep]
+    for rt in job["runtimes"]:
+        for w in job["workers"]:
+            r = idx.get((suite["name"], job["kernel"], rt, w))
+            if not r or not r["samples"]:
+                continue
+            s = summary(r["samples"])
+            iqr = (s["q3"] - s["q1"]) / s["median"] * 100 if s["median"] else float("nan")
+            row = (f"| {labels[rt]} | {w} | {s['n']} ({r['runs']}) | **{fmt(s['median'])}** | {fmt(s['min'])} | "
+                   f"{fmt(s['max'])} | {fmt(s['p90'])} | {iqr:.0f}% |")
+            if base:
+                row += f" {fmt(s['median'] / base_med)}x |" if base_med else " n/a |"
+            if suite.get("speedup"):
+                m1 = med(idx, suite["name"], job["kernel"], rt, 1)
+                row += f" {fmt(m1 / s['median'])}x |" if (w == 2 and m1) else " |"
+            lines.append(row)
+    return lines
+
+
+PARAMETER_KEYS = ("n", "spawns", "iters", "idle_ms", "spin_us")
+
+
+def kernel_parameters(suite, job, idx):
+    """The parameters the executables reported (extra fields), e.g. n=32."""
+    seen = {}
+    for k, r in idx.items():
+        if k[:2] != (suite["name"], job["kernel"]):
+            continue
+        for key in PARAMETER_KEYS:
+            if key in r.get("extra", {}):
+                label = f"{key}={r['extra'][key]}" + (f" ({registry_label(k[2])})" if key in ("iters", "spin_us") else "")
+                seen.setdefault(key, []).append(label)
+    parts = []
+    for key in PARAMETER_KEYS:
+        vals = sorted(set(seen.get(key, [])))
+        parts += vals
+    return ", ".join(parts)
+
+
+_LABELS = {}
+
+
+def registry_label(rt):
+    return _LABELS.get(rt, rt)
+
+
+def write_report(registry, data, out_dir):
+    _LABELS.update({k: v["label"] for k, v in registry["runtimes"].items()})
+    idx = index(data["records"])
+    m = data["machine"]
+    lines = ["# mote benchmark report", ""]
+    if data.get("quick"):
+        lines += ["> **Quick smoke run** (`--quick`: one round, few repetitions, shorter idle "
+                  "periods). These figures show that everything runs; they are not the project's "
+                  "results. Run `scripts/bench.sh` for those.", ""]
+    lines += [f"Generated {m['date']} by `tools/report.py` from `bench/results/results.json`; "
+              f"{data['rounds']} round(s), {data['duration_s']:.0f} s of benchmarking.", "",
+              "## Machine", "",
+              "| | |", "|---|---|",
+              f"| CPU | {m['cpu_model']} |", f"| cores (nproc) | {m['nproc']} |",
+              f"| kernel | {m['kernel']} |", f"| g++ | {m['gxx']} |", f"| clang++ | {m['clangxx']} |"]
+    for p, v in m["packages"].items():
+        lines.append(f"| {p} | {v or 'not installed'} |")
+    tbb_rt = next((r["extra"].get("tbb_runtime") for r in data["records"] if r.get("extra", {}).get("tbb_runtime")), None)
+    if tbb_rt:
+        lines.append(f"| oneTBB runtime (TBB_runtime_version) | {tbb_rt} |")
+    for rt in ("gnu_omp", "llvm_omp"):
+        lib = next((r["extra"].get("omp_library") for r in data["records"]
+                    if r["runtime"] == rt and r.get("extra", {}).get("omp_library")), None)
+        if lib:
+            lines.append(f"| {registry['runtimes'][rt]['label']} library loaded | `{lib}` |")
+    lines.append(f"| load average (1, 5, 15 min) at start / end | {m.get('loadavg_start')} / {m.get('loadavg_end')} |")
+    lines += ["", "## How this was measured", "",
+              "Every variant is its own executable (`bench/<suite>/<runtime>.cpp`), all compiled with "
+              "`-O3 -march=x86-64-v2`; the kernel bodies are shared (`bench/fork_join/kernels.hpp`), "
+              "only the parallel wrapper differs. The runner interleaves the runtimes round by round "
+              "(each round runs every job once, in a rotated order), so all share the machine's noise; "
+              "each process does its warm-up, then a few timed repetitions, and a row pools the "
+              "samples of all rounds. `workers` is the number of threads the runtime may use "
+              "(mote: `runtime_options::num_workers`; oneTBB: `global_control` + `task_arena`; "
+              "OpenMP: `num_threads`). The machine is shared and noisy: read the medians, and the "
+              "spread beside them.", ""]
+    lines += targets_section(registry, idx)
+    for suite in registry["suites"]:
+        if not any(k[0] == suite["name"] for k in idx):
+            continue
+        lines += [f"## {suite['title']}", "", suite.get("about", ""), ""]
+        for job in suite["jobs"]:
+            if not any(k[:2] == (suite["name"], job["kernel"]) for k in idx):
+                continue
+            lines += [f"### {job['kernel']} ({job.get('unit', '')})", ""]
+            lines += kernel_table(registry, suite, job, idx)
+            params = kernel_parameters(suite, job, idx)
+            if params:
+                lines += ["", f"Parameters: {params}."]
+            png = plot_kernel(registry, suite, job, idx, out_dir)
+            if png:
+                lines += ["", f"![{suite['name']} {job['kernel']}]({png})"]
+            lines.append("")
+        if suite["name"] in DERIVED:
+            lines += DERIVED[suite["name"]](registry, idx, out_dir)
+    if data["failures"] or data["skipped"]:
+        lines += ["## Failures and skipped jobs", ""]
+        for f in data["failures"]:
+            lines.append(f"- FAILED `{'/'.join(map(str, f['key']))}`: {f['error'].splitlines()[0]}")
+        for s in data["skipped"]:
+            lines.append(f"- skipped `{'/'.join(map(str, s['key']))}`: {s['reason']}")
+        lines.append("")
+    with open(os.path.join(out_dir, "REPORT.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke run: one round, few repetitions")
+    ap.add_argument("--rounds", type=int, default=0, help="rounds (default 5; 1 with --quick)")
+    ap.add_argument("--registry", default=DEFAULT_REGISTRY)
+    ap.add_argument("--bin-dir", action="append", default=None,
+                    help="where the bench_* executables are (repeatable; default: build/bench/bench/bin "
+                         "and build/bench-llvmomp/bin)")
+    ap.add_argument("--out-dir", default=DEFAULT_OUT)
+    ap.add_argument("--suite", action="append", default=None, help="run only this suite (repeatable)")
+    ap.add_argument("--timeout", type=int, default=180, help="seconds before one process is killed")
+    ap.add_argument("--max-minutes", type=float, default=9.0,
+                    help="start no round that would end the run after this many minutes (default 9)")
+    ap.add_argument("--from-json", action="store_true", help="only redraw the report from results.json")
+    args = ap.parse_args()
+
+    with open(args.registry) as f:
+        registry = json.load(f)
+    os.makedirs(args.out_dir, exist_ok=True)
+    results_path = os.path.join(args.out_dir, "results.json")
+
+    if args.from_json:
+        with open(results_path) as f:
+            data = json.load(f)
+    else:
+        bin_dirs = [os.path.abspath(d) for d in (args.bin_dir or DEFAULT_BIN_DIRS)]
+        machine = machine_info()
+        data = run_all(registry, args, bin_dirs)
+        try:
+            machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        except OSError:
+            pass
+        data = {"machine": machine, "quick": args.quick, "bin_dirs": bin_dirs, **data}
+        with open(results_path, "w") as f:
+            json.dump(data, f, indent=1)
+    write_report(registry, data, args.out_dir)
+    print(f"wrote {os.path.join(args.out_dir, 'REPORT.md')}", file=sys.stderr)
+    if data["failures"]:
+        print(f"{len(data['failures'])} benchmark(s) failed; see REPORT.md", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
