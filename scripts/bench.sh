@@ -66,5 +66,10 @@ cmake --build build/bench-llvmomp --parallel "$jobs"
 # ---- run and report ------------------------------------------------------
 python=/usr/bin/python3
 [[ -x "$python" ]] || python=python3
+# Instruction counts per spawn (repeatable on a noisy machine); skipped with --quick.
+if [[ " $* " != *" --quick "* ]] && command -v valgrind >/dev/null; then
+  "$python" tools/callgrind_spawn.py --bin-dir build/bench/bench/bin --bin-dir build/bench-llvmomp/bin \
+    --out bench/results/callgrind.json
+fi
 exec "$python" tools/report.py \
   --bin-dir build/bench/bench/bin --bin-dir build/bench-llvmomp/bin "$@"

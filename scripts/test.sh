@@ -41,7 +41,9 @@ stage_tsan() {
   # mmap randomisation on newer kernels breaks it, so run without ASLR.
   local norandom=()
   if setarch "$(uname -m)" -R true 2>/dev/null; then norandom=(setarch "$(uname -m)" -R); fi
-  "${norandom[@]}" ctest --test-dir "$root/build/tsan" --output-on-failure -j "$jobs" -LE install
+  # Each test runs up to 4 times: more interleavings for the race detector.
+  "${norandom[@]}" ctest --test-dir "$root/build/tsan" --output-on-failure -j "$jobs" -LE install \
+    --repeat until-fail:4
 }
 
 stage_asan() {
@@ -49,7 +51,8 @@ stage_asan() {
     -DMOTE_BUILD_EXAMPLES=OFF
   export ASAN_OPTIONS="abort_on_error=1 halt_on_error=1 detect_stack_use_after_return=1 ${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="halt_on_error=1 abort_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
-  ctest --test-dir "$root/build/asan" --output-on-failure -j "$jobs" -LE install
+  ctest --test-dir "$root/build/asan" --output-on-failure -j "$jobs" -LE install \
+    --repeat until-fail:4
 }
 
 stage_tidy() {

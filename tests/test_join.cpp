@@ -37,7 +37,7 @@ class JoinOnWorkers : public ::testing::TestWithParam<unsigned> {};
 
 TEST_P(JoinOnWorkers, FibMatchesSerial) {
   mote::runtime rt(workers(GetParam()));
-  const int n = mote_test::kSanitized ? 18 : 25;
+  const int n = mote_test::kSanitized ? 21 : 25;
   for (int rep = 0; rep < 3; ++rep) EXPECT_EQ(rt.run([&] { return fib(n); }), serial_fib(n));
 }
 
@@ -148,7 +148,7 @@ long throwing_tree(std::uint64_t id, int depth, std::uint64_t throw_mod) {
 TEST(Join, ExceptionsFromRandomLeavesLeakNothing) {
   for (unsigned n : {2u, 4u}) {
     mote::runtime rt(workers(n));
-    const int depth = mote_test::kSanitized ? 10 : 14;
+    const int depth = mote_test::kSanitized ? 12 : 14;
     for (std::uint64_t mod : {0ull, 3ull, 50ull, 1000ull}) {
       for (std::uint64_t seed = 0; seed < 4; ++seed) {
         bool threw = false;

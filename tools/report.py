@@ -493,6 +493,32 @@ def registry_label(rt):
     return _LABELS.get(rt, rt)
 
 
+def callgrind_section(registry, out_dir):
+    """Instructions per spawn from tools/callgrind_spawn.py, when it has run."""
+    path = os.path.join(out_dir, "callgrind.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        cg = json.load(f)
+    a, b = cg["sizes"]
+    lines = ["## Instructions per spawn (callgrind)", "",
+             f"Counted, not timed: `valgrind --tool=callgrind` on fib({a}) and fib({b}) with one "
+             f"worker; the difference of the two totals divided by the difference in spawns "
+             f"({cg['spawns_difference']}) cancels start-up. Repeatable whatever the machine's "
+             "load. `over serial` is what the runtime adds to the kernel's own instructions.", "",
+             "| runtime | instructions per spawn | over serial |", "|---|---|---|"]
+    for r in cg["rows"]:
+        label = registry["runtimes"].get(r["runtime"], {}).get("label", r["runtime"])
+        over = "" if r["over_serial"] is None else f"{r['over_serial']:.1f}"
+        lines.append(f"| {label} | {r['per_spawn']:.1f} | {over} |")
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "performance.md")
+    if os.path.exists(notes):
+        lines += ["", "Where mote's instructions go, and what would close the gap to the aims: "
+                  "[docs/performance.md](../../docs/performance.md)."]
+    lines.append("")
+    return lines
+
+
 def write_report(registry, data, out_dir):
     _LABELS.update({k: v["label"] for k, v in registry["runtimes"].items()})
     idx = index(data["records"])
@@ -548,6 +574,7 @@ def write_report(registry, data, out_dir):
             lines.append("")
         if suite["name"] in DERIVED:
             lines += DERIVED[suite["name"]](registry, idx, out_dir)
+    lines += callgrind_section(registry, out_dir)
     if data["failures"] or data["skipped"]:
         lines += ["## Failures and skipped jobs", ""]
         for f in data["failures"]:

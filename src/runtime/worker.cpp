@@ -10,7 +10,8 @@ namespace mote::detail {
 constinit thread_local worker* current_worker __attribute__((tls_model("initial-exec"))) = nullptr;
 
 worker::worker(runtime_impl& rt, unsigned index, std::uint32_t capacity)
-    : capacity_(capacity),
+    : push_limit_(capacity),
+      capacity_(capacity),
       slots_(new std::atomic<task*>[capacity]),
       runtime_(&rt),
       index_(index),
@@ -35,7 +36,7 @@ void worker::grow_shared() noexcept {
   // With nothing private there is nothing to share. The request stays set so
   // the next push answers it (the thief that set it may be asleep by then).
   if (private_count == 0) return;
-  split_wanted_.store(0, std::memory_order_relaxed);
+  push_limit_.store(capacity_, std::memory_order_relaxed);
   // Share the older half (rounded up): the oldest tasks are the largest.
   const std::uint32_t new_split = split_ + (private_count + 1) / 2;
   std::uint64_t ts = tail_split_.load(std::memory_order_relaxed);
@@ -50,6 +51,16 @@ void worker::grow_shared() noexcept {
   split_ = new_split;
   ++stats_.shares;
   runtime_->notify_one();
+}
+
+bool worker::push_slow(task* t) noexcept {
+  const bool fits = head_ < capacity_;
+  if (fits) {
+    slots_[head_].store(t, std::memory_order_relaxed);
+    ++head_;
+  }
+  if (push_limit_.load(std::memory_order_relaxed) == 0) grow_shared();
+  return fits;
 }
 
 bool worker::pop_shared() noexcept {
@@ -103,8 +114,8 @@ task* worker::steal_from(worker& victim) noexcept {
     ++stats_.failed_steals;
     // Ask the owner to share. Read first: writing an already-set flag would
     // pull the line away from the owner for nothing.
-    if (victim.split_wanted_.load(std::memory_order_relaxed) == 0) {
-      victim.split_wanted_.store(1, std::memory_order_relaxed);
+    if (victim.push_limit_.load(std::memory_order_relaxed) != 0) {
+      victim.push_limit_.store(0, std::memory_order_relaxed);
     }
     return nullptr;
   }
@@ -133,8 +144,8 @@ bool worker::has_shared_work(worker& victim) noexcept {
   // idle_sleepers_ (see runtime_impl::notify_one).
   const std::uint64_t ts = victim.tail_split_.load(std::memory_order_seq_cst);
   if (tail_of(ts) < split_of(ts)) return true;
-  if (victim.split_wanted_.load(std::memory_order_seq_cst) == 0) {
-    victim.split_wanted_.store(1, std::memory_order_seq_cst);
+  if (victim.push_limit_.load(std::memory_order_seq_cst) != 0) {
+    victim.push_limit_.store(0, std::memory_order_seq_cst);
   }
   return false;
 }

@@ -5,7 +5,7 @@
 // are private to the owner, who pushes and pops them with plain loads and
 // stores; entries in [tail, split) are shared, and thieves take the oldest one
 // with a compare-and-swap on the packed {tail, split} word. The owner moves the
-// split point only when thieves ask for work (`split_wanted_`) or when its
+// split point only when thieves ask for work (`push_limit_` = 0) or when its
 // private part is empty, so a spawn and a join that nobody disturbs cost a few
 // stores, one relaxed load and no atomic read-modify-write.
 //
@@ -83,14 +83,15 @@ class alignas(cache_line) worker {
   // when the deque is full: the caller then runs the work itself, so no work is
   // ever lost. Owner only.
   MOTE_ALWAYS_INLINE bool push(task* t) noexcept {
-    if (MOTE_UNLIKELY(head_ == capacity_)) return false;
-    // Relaxed: a thief reads this slot only after the CAS in steal() acquires
-    // the {tail, split} value that the owner released in grow_shared(), which
-    // is sequenced after this store.
+    // One load and one compare cover both rare cases: a full deque, and a
+    // thief's request to share (it sets the limit to 0). Relaxed: acting on a
+    // request late only delays sharing.
+    if (MOTE_UNLIKELY(head_ >= push_limit_.load(std::memory_order_relaxed))) return push_slow(t);
+    // Relaxed: a thief reads this slot only after the CAS in steal_from()
+    // acquires the {tail, split} value that the owner released in
+    // grow_shared(), which is sequenced after this store.
     slots_[head_].store(t, std::memory_order_relaxed);
     ++head_;
-    // Relaxed: a hint from idle thieves; acting on it late only delays sharing.
-    if (MOTE_UNLIKELY(split_wanted_.load(std::memory_order_relaxed) != 0)) grow_shared();
     return true;
   }
 
@@ -116,7 +117,7 @@ class alignas(cache_line) worker {
   // Shares half of the private part if thieves asked for work. Owner only;
   // used by loops that pop many tasks without pushing (task_group::wait).
   void share_if_wanted() noexcept {
-    if (MOTE_UNLIKELY(split_wanted_.load(std::memory_order_relaxed) != 0)) grow_shared();
+    if (MOTE_UNLIKELY(push_limit_.load(std::memory_order_relaxed) == 0)) grow_shared();
   }
 
   // Runs other work until stolen task t is done, taking it from t's thief,
@@ -132,6 +133,7 @@ class alignas(cache_line) worker {
 
   MOTE_API bool pop_shared() noexcept;  // owner
   MOTE_API void grow_shared() noexcept;  // owner
+  MOTE_API bool push_slow(task* t) noexcept;  // owner: full, or asked to share
   // Takes the oldest shared task of `victim`, or returns nullptr. A thief
   // marks the slot it emptied with its own address, tagged with kStolenTag,
   // which tells the owner both that the slot is free and who has the task.
@@ -166,10 +168,11 @@ class alignas(cache_line) worker {
   // {tail, split}: thieves CAS tail forward while tail < split; only the owner
   // moves split (by CAS, so both halves change atomically together).
   alignas(cache_line) std::atomic<std::uint64_t> tail_split_{0};
-  // Set by a thief that found no shared task; cleared by the owner when it
-  // shares. Checked before it is written, so idle thieves do not keep
-  // invalidating the owner's copy of this line.
-  std::atomic<std::uint32_t> split_wanted_{0};
+  // The owner pushes on its fast path while head_ is below this: capacity_
+  // normally, 0 once a thief that found no shared task asks the owner to
+  // share (the owner restores it when it shares). Checked before it is
+  // written, so idle thieves do not keep invalidating the owner's copy.
+  std::atomic<std::uint32_t> push_limit_;
 
   // ---- Owner-private: read and written by the owner thread only ---------
   alignas(cache_line) std::uint32_t head_ = 0;  // next free slot
