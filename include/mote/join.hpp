@@ -10,6 +10,7 @@
 
 #include "mote/detail/worker.hpp"
 #include "mote/runtime.hpp"
+#include "mote/trace.hpp"
 
 namespace mote {
 
@@ -32,6 +33,11 @@ join_result_t<F> invoke_for_result(F& f) {
   }
 }
 
+template <class G>
+struct is_named : std::false_type {};
+template <class G>
+struct is_named<named_fn<G>> : std::true_type {};
+
 // The record of join's second callable. It lives in join's frame. The result
 // and error slots are raw storage, constructed only by a thief that runs the
 // callable; the fast path initializes three words and nothing else.
@@ -49,8 +55,11 @@ struct join_task : task {
     return std::launder(reinterpret_cast<std::exception_ptr*>(error_bytes));
   }
 
-  static void run_stolen(task* base, worker&) noexcept {
+  static void run_stolen(task* base, worker& w) noexcept {
     auto* self = static_cast<join_task*>(base);
+    if constexpr (is_named<G>::value) {
+      if (MOTE_UNLIKELY(w.instrumented())) w.note_task_name(self->fn->name);
+    }
     bool failed = false;
     try {
       ::new (static_cast<void*>(self->result_bytes)) result_type(invoke_for_result(*self->fn));
@@ -94,25 +103,71 @@ MOTE_NOINLINE join_result_t<G> finish_stolen_join(worker* w, join_task<G>& recor
   return record.take(w->wait_for(&record));
 }
 
-template <class F, class G>
-MOTE_ALWAYS_INLINE auto join_on(worker* w, F& f, G& g) {
+// The trace's name for a callable: its name when it is a named_fn, else the
+// function that runs it as a stolen task.
+template <class G>
+const void* trace_what(G& g) noexcept {
+  if constexpr (is_named<G>::value) {
+    return g.name;
+  } else {
+    return reinterpret_cast<const void*>(&join_task<G>::run_stolen);
+  }
+}
+
+// Ends a traced task or wait phase on every way out, exceptions included.
+struct task_end_note {
+  worker* w;
+  ~task_end_note() { w->note_task_end(); }
+};
+struct wait_end_note {
+  worker* w;
+  ~wait_end_note() { w->note_wait_end(); }
+};
+
+// join's body. Instrumented (MOTE_STATS=1 or MOTE_TRACE): the same steps with
+// event hooks between them, in an out-of-line copy, so that the plain one
+// carries no trace of them.
+template <bool Instrumented, class F, class G>
+MOTE_ALWAYS_INLINE auto join_body(worker* w, F& f, G& g) {
   using RF = join_result_t<F>;
   using RG = join_result_t<G>;
   constexpr bool both_void = std::is_void_v<std::invoke_result_t<F&>> &&
                              std::is_void_v<std::invoke_result_t<G&>>;
+  // g, run here: traced as a task when instrumented.
+  auto run_g = [&]() -> RG {
+    if constexpr (Instrumented) {
+      w->note_task_begin(trace_what(g), is_named<G>::value);
+      task_end_note end{w};
+      return invoke_for_result(g);
+    } else {
+      return invoke_for_result(g);
+    }
+  };
 
   join_task<G> record(&g);
+  if constexpr (Instrumented) w->note_spawn(trace_what(g), is_named<G>::value);
   if (MOTE_UNLIKELY(!w->push(&record))) {
     // Deque full: run both here, in order. Nothing is lost.
     if constexpr (both_void) {
       f();
-      g();
+      run_g();
       return;
     } else {
       RF a = invoke_for_result(f);
-      return std::pair<RF, RG>(std::move(a), invoke_for_result(g));
+      return std::pair<RF, RG>(std::move(a), run_g());
     }
   }
+
+  // After f, when g was stolen: wait for it (the join wait phase).
+  auto stolen = [&]() -> RG {
+    if constexpr (Instrumented) {
+      w->note_wait_begin(0);
+      wait_end_note end{w};
+      return finish_stolen_join(w, record);
+    } else {
+      return finish_stolen_join(w, record);
+    }
+  };
 
   if constexpr (both_void) {
     try {
@@ -122,9 +177,9 @@ MOTE_ALWAYS_INLINE auto join_on(worker* w, F& f, G& g) {
       throw;
     }
     if (MOTE_LIKELY(w->pop())) {
-      g();
+      run_g();
     } else {
-      finish_stolen_join(w, record);
+      stolen();
     }
   } else {
     RF a = [&]() -> RF {
@@ -135,9 +190,22 @@ MOTE_ALWAYS_INLINE auto join_on(worker* w, F& f, G& g) {
         throw;
       }
     }();
-    if (MOTE_LIKELY(w->pop())) return std::pair<RF, RG>(std::move(a), invoke_for_result(g));
-    return std::pair<RF, RG>(std::move(a), finish_stolen_join(w, record));
+    if (MOTE_LIKELY(w->pop())) return std::pair<RF, RG>(std::move(a), run_g());
+    return std::pair<RF, RG>(std::move(a), stolen());
   }
+}
+
+template <class F, class G>
+MOTE_NOINLINE auto join_instrumented(worker* w, F& f, G& g) {
+  return join_body<true>(w, f, g);
+}
+
+template <class F, class G>
+MOTE_ALWAYS_INLINE auto join_on(worker* w, F& f, G& g) {
+  // The one event site of the fast path: never taken unless MOTE_STATS=1 or
+  // MOTE_TRACE is set.
+  if (MOTE_UNLIKELY(w->instrumented())) return join_instrumented(w, f, g);
+  return join_body<false>(w, f, g);
 }
 
 }  // namespace detail

@@ -7,8 +7,10 @@
 //   }
 #pragma once
 
+#include "mote/assistant.hpp"
 #include "mote/error.hpp"
 #include "mote/join.hpp"
 #include "mote/runtime.hpp"
 #include "mote/task_group.hpp"
+#include "mote/trace.hpp"
 #include "mote/topology.hpp"

@@ -56,6 +56,11 @@ struct runtime_options {
   std::optional<std::chrono::microseconds> spin; // MOTE_SPIN_US; default: 100 us
   scheduler_policy scheduler = scheduler_policy::work_stealing;
   std::optional<std::uint32_t> deque_capacity;   // tasks per worker deque; default 16384
+  // Give every worker a mote::assistant of its own (pinned to the worker's SMT
+  // sibling, or the nearest CPU without a worker), reached from a task through
+  // mote::this_worker_assistant(): coarse tasks go to workers, and each worker
+  // splits its task further with its assistant.
+  bool assistants = false;
 };
 
 namespace detail {

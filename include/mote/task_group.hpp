@@ -10,6 +10,7 @@
 
 #include "mote/detail/worker.hpp"
 #include "mote/runtime.hpp"
+#include "mote/trace.hpp"
 
 namespace mote {
 
@@ -30,6 +31,24 @@ struct group_task : task {
   }
   static void run(task* base, worker& w) noexcept;
 };
+
+template <class F>
+struct is_named_group_fn : std::false_type {};
+template <class F>
+struct is_named_group_fn<named_fn<F>> : std::true_type {};
+
+// The trace's name for a spawned callable (see join's trace_what).
+template <class F>
+const void* group_trace_what(const group_task<F>* t) noexcept {
+  if constexpr (is_named_group_fn<F>::value) {
+    return t->fn.name;
+  } else {
+    return reinterpret_cast<const void*>(&group_task<F>::run);
+  }
+}
+
+// Spawn events from threads that are not workers (MOTE_TRACE only).
+MOTE_API void note_outside_spawn(const void* what, bool named) noexcept;
 
 }  // namespace detail
 
@@ -100,8 +119,15 @@ class MOTE_API task_group {
 
 template <class F>
 void task_group::spawn(F&& f) {
-  auto* t = new detail::group_task<std::decay_t<F>>(this, std::forward<F>(f));
+  using record = detail::group_task<std::decay_t<F>>;
+  auto* t = new record(this, std::forward<F>(f));
   detail::worker* w = detail::current_worker;
+  constexpr bool named = detail::is_named_group_fn<std::decay_t<F>>::value;
+  if (w != nullptr) {
+    if (MOTE_UNLIKELY(w->instrumented())) w->note_spawn(detail::group_trace_what(t), named);
+  } else if (MOTE_UNLIKELY(trace::enabled())) {
+    detail::note_outside_spawn(detail::group_trace_what(t), named);
+  }
   // Local push only from the group's own frame: same worker, same task
   // context, nothing pushed above the group's last task.
   if (MOTE_LIKELY(w == owner_ && w != nullptr && w->depth() == top_ && w->context() == context_)) {
@@ -121,8 +147,11 @@ void task_group::spawn(F&& f) {
 }
 
 template <class F>
-void detail::group_task<F>::run(task* base, worker&) noexcept {
+void detail::group_task<F>::run(task* base, worker& w) noexcept {
   auto* self = static_cast<group_task*>(base);
+  if constexpr (is_named_group_fn<F>::value) {
+    if (MOTE_UNLIKELY(w.instrumented())) w.note_task_name(self->fn.name);
+  }
   task_group* g = self->group;
   if (!g->is_cancelled()) {
     try {

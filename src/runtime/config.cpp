@@ -309,6 +309,10 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
   } else {
     cfg.deque_capacity = worker::kDefaultCapacity;
   }
+  cfg.assistants = options.assistants;
+  if (const auto env = read_env("MOTE_STATS")) {
+    cfg.stats = parse_integer(*env, "MOTE_STATS", 0, 1, "0 or 1") == 1;
+  }
   return cfg;
 }
 

@@ -17,9 +17,11 @@ struct resolved_config {
   std::chrono::nanoseconds spin{100000};
   scheduler_policy policy = scheduler_policy::work_stealing;
   std::uint32_t deque_capacity = worker::kDefaultCapacity;
+  bool assistants = false;
+  bool stats = false;                     // MOTE_STATS=1
 };
 
-// Reads MOTE_NUM_THREADS, MOTE_BIND and MOTE_SPIN_US for the options left
+// Reads MOTE_NUM_THREADS, MOTE_BIND, MOTE_SPIN_US (and MOTE_STATS) for the options left
 // empty. Throws config_error, naming the variable (or option) and the value,
 // for anything that cannot be parsed or used on this machine.
 MOTE_API resolved_config resolve_config(const runtime_options& options, const topology& topo);

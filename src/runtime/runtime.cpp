@@ -1,23 +1,122 @@
+#include <pthread.h>
+
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
+#include <string>
 
+#include "mote/assistant.hpp"
 #include "mote/runtime.hpp"
 #include "mote/topology.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "runtime/trace_impl.hpp"
 
 namespace mote {
 namespace detail {
 
+namespace {
+std::mutex worker_cpu_mutex;
+std::vector<int> worker_cpu_registry;  // every live runtime's pinned CPUs
+
+void register_worker_cpus(const std::vector<int>& cpus) {
+  std::lock_guard<std::mutex> lock(worker_cpu_mutex);
+  for (int c : cpus) {
+    if (c >= 0) worker_cpu_registry.push_back(c);
+  }
+}
+
+void unregister_worker_cpus(const std::vector<int>& cpus) {
+  std::lock_guard<std::mutex> lock(worker_cpu_mutex);
+  for (int c : cpus) {
+    auto it = std::find(worker_cpu_registry.begin(), worker_cpu_registry.end(), c);
+    if (it != worker_cpu_registry.end()) worker_cpu_registry.erase(it);
+  }
+}
+}  // namespace
+
+std::vector<int> cpus_with_workers() {
+  std::lock_guard<std::mutex> lock(worker_cpu_mutex);
+  return worker_cpu_registry;
+}
+
+// ---- fork() ------------------------------------------------------------------
+// A child process has only the thread that called fork(): the workers of every
+// runtime are gone. The child handler bumps the fork generation, which marks
+// every runtime created before as orphaned (runtime_impl::orphaned()); an
+// orphaned runtime refuses work with std::logic_error and is destroyed without
+// joining threads that do not exist; the default runtime is replaced on first
+// use. The locks that the child may take are held across fork() by the
+// prepare handler, so the child never inherits one locked by a thread it
+// does not have.
+
+namespace {
+std::atomic<std::uint64_t> fork_generation{0};
+std::mutex default_runtime_mutex;
+
+void before_fork() noexcept {
+  default_runtime_mutex.lock();
+  worker_cpu_mutex.lock();
+}
+void after_fork_in_parent() noexcept {
+  worker_cpu_mutex.unlock();
+  default_runtime_mutex.unlock();
+}
+void after_fork_in_child() noexcept {
+  worker_cpu_mutex.unlock();
+  default_runtime_mutex.unlock();
+  // Relaxed: the child has one thread.
+  fork_generation.fetch_add(1, std::memory_order_relaxed);
+  // A fork() from inside a task leaves this thread looking like a worker of a
+  // runtime that has no workers here; make it an outside thread instead.
+  current_worker = nullptr;
+  trace_after_fork_in_child();
+}
+
+void install_fork_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child); });
+}
+}  // namespace
+
+bool runtime_impl::orphaned() const noexcept {
+  return generation_ != fork_generation.load(std::memory_order_relaxed);
+}
+
+void runtime_impl::check_not_orphaned() const {
+  if (MOTE_UNLIKELY(orphaned())) {
+    throw std::logic_error(
+        "mote: this runtime was created before fork(); its workers do not exist in the child "
+        "process. Create a new runtime in the child (the default runtime is replaced on its own)");
+  }
+}
+
 runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
-    : config_(config), facade_(facade), spin_ns_(config.spin.count()) {
+    : config_(config),
+      facade_(facade),
+      spin_ns_(config.spin.count()),
+      generation_(fork_generation.load(std::memory_order_relaxed)) {
+  install_fork_handlers();
+  trace_check_config();
   const unsigned n = config_.num_workers;
+  const std::uint32_t instrument =
+      (config_.stats ? kInstrumentStats : 0) | (trace_on() ? kInstrumentTrace : 0);
+  const int id = instrument & kInstrumentTrace ? trace_next_runtime_id() : 0;
   workers_.reserve(n);
   for (unsigned i = 0; i < n; ++i) {
     workers_.push_back(std::make_unique<worker>(*this, i, config_.deque_capacity));
+    worker& w = *workers_.back();
+    w.instrument_ = instrument;
+    if (instrument & kInstrumentTrace) {
+      const std::string label =
+          (id == 0 ? std::string() : "rt" + std::to_string(id) + " ") + "worker " + std::to_string(i);
+      w.trace_ = trace_new_buffer(label);
+    }
   }
   threads_.reserve(n);
+  register_worker_cpus(config_.worker_cpus);
   try {
     for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this, i] { worker_main(i); });
   } catch (...) {
@@ -25,35 +124,64 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
     idle_epoch_.fetch_add(1, std::memory_order_seq_cst);
     futex_wake(&idle_epoch_, -1);
     for (auto& t : threads_) t.join();
+    unregister_worker_cpus(config_.worker_cpus);
     throw;
   }
 }
 
 runtime_impl::~runtime_impl() {
+  if (orphaned()) {
+    // In a child process after fork(): the threads do not exist, so there is
+    // nothing to stop or join. std::thread objects that were never joined
+    // cannot be destroyed, so they are left behind (a few words each).
+    new std::vector<std::thread>(std::move(threads_));  // NOLINT: deliberately leaked
+    return;
+  }
   stop_.store(true, std::memory_order_seq_cst);
   // Wake every parked worker: each sees stop_ after its futex returns.
   idle_epoch_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake(&idle_epoch_, -1);
   for (auto& t : threads_) t.join();
-  if (const char* v = std::getenv("MOTE_STATS"); v != nullptr && v[0] == '1') print_stats();
+  unregister_worker_cpus(config_.worker_cpus);
+  if (config_.stats) print_stats();
 }
 
 void runtime_impl::print_stats() const {
-  std::fprintf(stderr, "mote: %u workers\n", num_workers());
-  std::fprintf(stderr, "%6s %12s %14s %10s %10s %12s %8s %9s\n", "worker", "steals", "failed_steals",
-               "shares", "shrinks", "stolen_pops", "parks", "injected");
+  // busy = the worker's lifetime minus its idle time (looking for work,
+  // spinning, or parked); tasks and spawns count join and task_group work.
+  std::fprintf(stderr, "mote: runtime with %u workers (MOTE_STATS)\n", num_workers());
+  std::fprintf(stderr, "%6s %12s %12s %10s %14s %8s %11s %11s %8s %9s %11s %9s\n", "worker",
+               "tasks", "spawns", "steals", "failed_steals", "parks", "busy_ms", "idle_ms", "shares",
+               "shrinks", "stolen_pops", "injected");
+  worker_stats total;
   for (const auto& w : workers_) {
     const worker_stats& s = w->stats_;
-    std::fprintf(stderr, "%6u %12llu %14llu %10llu %10llu %12llu %8llu %9llu\n", w->index(),
-                 static_cast<unsigned long long>(s.steals),
+    const std::int64_t life = s.ended_ns - s.started_ns;
+    const double busy_ms = static_cast<double>(life - s.idle_ns) / 1e6;
+    const double idle_ms = static_cast<double>(s.idle_ns) / 1e6;
+    std::fprintf(stderr, "%6u %12llu %12llu %10llu %14llu %8llu %11.3f %11.3f %8llu %9llu %11llu %9llu\n",
+                 w->index(), static_cast<unsigned long long>(s.tasks),
+                 static_cast<unsigned long long>(s.spawns), static_cast<unsigned long long>(s.steals),
                  static_cast<unsigned long long>(s.failed_steals),
+                 static_cast<unsigned long long>(s.parks), busy_ms, idle_ms,
                  static_cast<unsigned long long>(s.shares), static_cast<unsigned long long>(s.shrinks),
                  static_cast<unsigned long long>(s.stolen_pops),
-                 static_cast<unsigned long long>(s.parks), static_cast<unsigned long long>(s.injected));
+                 static_cast<unsigned long long>(s.injected));
+    total.tasks += s.tasks;
+    total.spawns += s.spawns;
+    total.steals += s.steals;
+    total.failed_steals += s.failed_steals;
+    total.parks += s.parks;
   }
+  std::fprintf(stderr, "%6s %12llu %12llu %10llu %14llu %8llu\n", "all",
+               static_cast<unsigned long long>(total.tasks), static_cast<unsigned long long>(total.spawns),
+               static_cast<unsigned long long>(total.steals),
+               static_cast<unsigned long long>(total.failed_steals),
+               static_cast<unsigned long long>(total.parks));
 }
 
 void runtime_impl::submit(task* t) {
+  check_not_orphaned();
   {
     std::lock_guard<std::mutex> lock(inject_mutex_);
     inject_.push_back(t);
@@ -108,7 +236,10 @@ void runtime_impl::park(worker& self) noexcept {
   const std::uint32_t epoch = idle_epoch_.load(std::memory_order_seq_cst);
   if (!stop_.load(std::memory_order_seq_cst) && !work_visible(self)) {
     ++self.stats_.parks;
+    // Idle time is counted by worker_main around the whole idle stretch.
+    if (MOTE_UNLIKELY(self.trace_ != nullptr)) self.trace_->put(trace_kind::park_begin);
     futex_wait(&idle_epoch_, epoch);
+    if (MOTE_UNLIKELY(self.trace_ != nullptr)) self.trace_->put(trace_kind::park_end);
   }
   idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
 }
@@ -118,13 +249,26 @@ void runtime_impl::worker_main(unsigned index) {
   const int cpu = config_.worker_cpus.empty() ? -1 : config_.worker_cpus[index];
   if (cpu >= 0) pin_current_thread(cpu);
   current_worker = &self;
+  std::unique_ptr<assistant> helper;
+  if (config_.assistants) {
+    try {
+      helper = std::make_unique<assistant>();
+      self.assistant_ = helper.get();
+    } catch (...) {
+      // Without an assistant this worker still runs its tasks; a task asking
+      // this_worker_assistant() gets nullptr and splits nothing.
+    }
+  }
 
+  const bool timed = self.instrument_ != 0;
+  if (timed) self.stats_.started_ns = now_ns();
   for (;;) {
     if (task* t = find_work(self)) {
       self.run_foreign(t);
       continue;
     }
     if (stop_.load(std::memory_order_acquire)) break;
+    const std::int64_t idle_from = timed ? now_ns() : 0;
     // Spin for the window, looking for work between short pauses; then park.
     // The occasional yield keeps an oversubscribed machine moving.
     const std::int64_t deadline = now_ns() + spin_ns_;
@@ -135,21 +279,25 @@ void runtime_impl::worker_main(unsigned index) {
       found = find_work(self);
       if (stop_.load(std::memory_order_relaxed)) break;
     }
-    if (found != nullptr) {
-      self.run_foreign(found);
-      continue;
-    }
-    if (stop_.load(std::memory_order_acquire)) continue;  // drain, then leave above
-    park(self);
+    if (found == nullptr && !stop_.load(std::memory_order_acquire)) park(self);
+    if (timed) self.stats_.idle_ns += now_ns() - idle_from;
+    if (found != nullptr) self.run_foreign(found);
+    // After a park or a stop: look again (drain, then leave above).
   }
+  if (timed) self.stats_.ended_ns = now_ns();
+  self.assistant_ = nullptr;
+  helper.reset();
   current_worker = nullptr;
 }
 
 void submit_and_wait(runtime_impl& rt, external_task& t) {
   rt.submit(&t);
+  trace_buffer* trace = outside_trace_buffer();
+  if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::wait_begin, 2);
   // Acquire: pairs with complete_external()'s release store; the result and
   // error written by the task are visible after this loop.
   while (t.finished.load(std::memory_order_acquire) == 0) futex_wait(&t.finished, 0);
+  if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::wait_end);
 }
 
 void complete_external(external_task& t) noexcept {
@@ -181,7 +329,17 @@ runtime& runtime::default_runtime() {
   // Created on first use; a config_error from the environment propagates to
   // the caller, and the next call tries again.
   static runtime instance;
-  return instance;
+  if (MOTE_LIKELY(!instance.impl_->orphaned())) return instance;
+  // In a child process after fork(): a fresh runtime replaces the orphaned
+  // one (and any earlier replacement orphaned by a later fork, which is left
+  // behind: its threads do not exist here either).
+  static std::unique_ptr<runtime> replacement;
+  std::lock_guard<std::mutex> lock(detail::default_runtime_mutex);
+  if (replacement == nullptr || replacement->impl_->orphaned()) {
+    if (replacement != nullptr) (void)replacement.release();  // NOLINT: deliberately leaked
+    replacement = std::make_unique<runtime>();
+  }
+  return *replacement;
 }
 
 runtime* runtime::current() noexcept {

@@ -17,6 +17,10 @@
 
 namespace mote::detail {
 
+// The CPUs that the workers of live runtimes are pinned to (with repeats), so
+// that an assistant can keep off them.
+std::vector<int> cpus_with_workers();
+
 class runtime_impl {
  public:
   runtime_impl(const resolved_config& config, runtime* facade);
@@ -30,8 +34,14 @@ class runtime_impl {
   std::int64_t spin_ns() const noexcept { return spin_ns_; }
   worker& worker_at(unsigned i) const noexcept { return *workers_[i]; }
 
-  // Hands t to the workers through the injection queue. Any thread.
+  // Hands t to the workers through the injection queue. Any thread. Throws
+  // std::logic_error in a child process after fork() (see orphaned()).
   void submit(task* t);
+
+  // True in a child process after fork(): this runtime's workers live in the
+  // parent only. Its destructor then frees memory but joins nothing.
+  bool orphaned() const noexcept;
+  void check_not_orphaned() const;
 
   // A task for `self` to run: injected work first (it has waited longest),
   // then a steal from a random victim. nullptr when there is none. Worker only.
@@ -71,6 +81,7 @@ class runtime_impl {
   resolved_config config_;
   runtime* facade_;
   std::int64_t spin_ns_;
+  std::uint64_t generation_;  // the fork generation it was created in
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;
 

@@ -93,7 +93,13 @@ void task_group::wait() {
         detail::task* t = w->top();
         if (w->pop()) {
           t->state.store(detail::task::kOwnerRun, std::memory_order_relaxed);
-          t->execute(t, *w);
+          if (MOTE_UNLIKELY(w->instrumented())) {
+            w->note_task_begin(reinterpret_cast<const void*>(t->execute), false);
+            t->execute(t, *w);
+            w->note_task_end();
+          } else {
+            t->execute(t, *w);
+          }
         } else {
           // A thief has it and counts it down when done, maybe already.
           pending_.fetch_add(1, std::memory_order_seq_cst);
@@ -104,6 +110,8 @@ void task_group::wait() {
       top_ = UINT32_MAX;
     }
     // Help the runtime until the stolen and injected tasks are done too.
+    const bool traced_wait = w->instrumented() && pending_.load(std::memory_order_relaxed) != 0;
+    if (traced_wait) w->note_wait_begin(1);
     const std::int64_t spin = runtime_->spin_ns();
     std::int64_t idle_since = 0;
     std::int64_t park_ns = 50'000;
@@ -125,11 +133,18 @@ void task_group::wait() {
       runtime_->group_waiters_.fetch_add(1, std::memory_order_seq_cst);
       const std::uint32_t epoch = runtime_->group_epoch_.load(std::memory_order_seq_cst);
       if (pending_.load(std::memory_order_seq_cst) != 0) {
-        detail::futex_wait_for(&runtime_->group_epoch_, epoch, park_ns);
+        if (MOTE_UNLIKELY(w->instrumented())) {
+          w->note_park(true);
+          detail::futex_wait_for(&runtime_->group_epoch_, epoch, park_ns);
+          w->note_park(false);
+        } else {
+          detail::futex_wait_for(&runtime_->group_epoch_, epoch, park_ns);
+        }
       }
       runtime_->group_waiters_.fetch_sub(1, std::memory_order_seq_cst);
       if (park_ns < 4'000'000) park_ns *= 2;
     }
+    if (traced_wait) w->note_wait_end();
     if (w == owner_) top_ = base_;
   } else {
     wait_external();

@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include "mote/detail/worker.hpp"
+#include "mote/trace.hpp"
 #include "runtime/runtime_impl.hpp"
 
 namespace mote::detail {
@@ -112,6 +113,7 @@ task* worker::steal_from(worker& victim) noexcept {
   const std::uint32_t split = split_of(ts);
   if (tail >= split) {
     ++stats_.failed_steals;
+    if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::failed_steal, victim.index_);
     // Ask the owner to share. Read first: writing an already-set flag would
     // pull the line away from the owner for nothing.
     if (victim.push_limit_.load(std::memory_order_relaxed) != 0) {
@@ -125,9 +127,11 @@ task* worker::steal_from(worker& victim) noexcept {
                                                   std::memory_order_acq_rel,
                                                   std::memory_order_relaxed)) {
     ++stats_.failed_steals;
+    if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::failed_steal, victim.index_);
     return nullptr;
   }
   ++stats_.steals;
+  if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::steal, victim.index_);
   task* t = victim.slots_[tail].load(std::memory_order_relaxed);
   // Release: the owner reuses this slot only after seeing our mark (the
   // acquire loop in pop_shared()), so our read above happens before its write.
@@ -154,7 +158,13 @@ void worker::run_foreign(task* t) noexcept {
   [[maybe_unused]] const std::uint32_t depth = head_;
   const std::uint64_t outer = context_;
   context_ = ++context_seq_;
-  t->execute(t, *this);
+  if (MOTE_UNLIKELY(instrument_ != 0)) {
+    note_task_begin(reinterpret_cast<const void*>(t->execute), false);
+    t->execute(t, *this);
+    note_task_end();
+  } else {
+    t->execute(t, *this);
+  }
   context_ = outer;
   // Every model pops what it pushes before its task ends.
   assert(head_ == depth);
@@ -192,11 +202,55 @@ std::uint32_t worker::wait_for(task* t) noexcept {
     }
     // Parked. The timeout lets us look at the thief's deque again now and
     // then, since nothing wakes us for the work that appears there.
-    futex_wait_for(&t->state, task::kParked, park_ns);
+    if (MOTE_UNLIKELY(instrument_ != 0)) {
+      note_park(true);
+      futex_wait_for(&t->state, task::kParked, park_ns);
+      note_park(false);
+    } else {
+      futex_wait_for(&t->state, task::kParked, park_ns);
+    }
     if (park_ns < 4'000'000) park_ns *= 2;
     std::uint32_t parked = task::kParked;
     t->state.compare_exchange_strong(parked, task::kRunning, std::memory_order_acq_rel,
                                      std::memory_order_acquire);
+  }
+}
+
+// ---- Instrumentation: reached only when instrument_ != 0 -------------------
+
+void worker::note_spawn(const void* what, bool named) noexcept {
+  ++stats_.spawns;
+  if (trace_ != nullptr) trace_->put(trace_kind::spawn, named ? 1 : 0, what);
+}
+
+void worker::note_task_begin(const void* what, bool named) noexcept {
+  ++stats_.tasks;
+  if (trace_ != nullptr) trace_->put(trace_kind::task_begin, named ? 1 : 0, what);
+}
+
+void worker::note_task_end() noexcept {
+  if (trace_ != nullptr) trace_->put(trace_kind::task_end);
+}
+
+void worker::note_task_name(const char* name) noexcept {
+  if (trace_ != nullptr) trace_->put(trace_kind::task_name, 0, name);
+}
+
+void worker::note_wait_begin(unsigned what) noexcept {
+  if (trace_ != nullptr) trace_->put(trace_kind::wait_begin, what);
+}
+
+void worker::note_wait_end() noexcept {
+  if (trace_ != nullptr) trace_->put(trace_kind::wait_end);
+}
+
+void worker::note_park(bool begin) noexcept {
+  if (begin) {
+    park_since_ = now_ns();
+    if (trace_ != nullptr) trace_->put(trace_kind::park_begin);
+  } else {
+    stats_.idle_ns += now_ns() - park_since_;
+    if (trace_ != nullptr) trace_->put(trace_kind::park_end);
   }
 }
 

@@ -18,9 +18,14 @@
 #include "mote/detail/platform.hpp"
 #include "mote/export.hpp"
 
+namespace mote {
+class assistant;
+}
+
 namespace mote::detail {
 
 class worker;
+class trace_buffer;
 class runtime_impl;
 
 // A unit of work that a thief may run. Lives in its spawner's stack frame
@@ -60,10 +65,17 @@ struct task {
 MOTE_API extern constinit thread_local worker* current_worker
     __attribute__((tls_model("initial-exec")));
 
-// Per-worker event counts, kept on slow paths only (the fast path of join
-// counts nothing). Each worker writes its own; they are read when the runtime
-// ends (MOTE_STATS=1), after the workers have been joined.
+// Per-worker event counts. The first group is kept on slow paths only, always;
+// the second only while the worker is instrumented (MOTE_STATS=1 or
+// MOTE_TRACE), so the fast path of join counts nothing otherwise. Each worker
+// writes its own; they are read when the runtime ends, after the workers have
+// been joined.
 struct worker_stats {
+  std::uint64_t tasks = 0;           // tasks run here (inline or taken from elsewhere)
+  std::uint64_t spawns = 0;          // join and task_group spawns made here
+  std::int64_t idle_ns = 0;          // looking for work, spinning or parked
+  std::int64_t started_ns = 0;       // when the worker started (busy = lifetime - idle)
+  std::int64_t ended_ns = 0;
   std::uint64_t steals = 0;          // tasks this worker stole
   std::uint64_t failed_steals = 0;   // steal attempts that found nothing
   std::uint64_t shares = 0;          // grow_shared: private tasks made stealable
@@ -72,6 +84,14 @@ struct worker_stats {
   std::uint64_t parks = 0;           // sleeps on the idle futex
   std::uint64_t injected = 0;        // tasks taken from the injection queue
 };
+
+// What an instrumented worker does besides its work.
+inline constexpr std::uint32_t kInstrumentStats = 1;
+inline constexpr std::uint32_t kInstrumentTrace = 2;
+
+// A per-thread address, unique among live threads: the address of this
+// thread's current_worker slot. Cheap (an %fs-relative address).
+inline const void* thread_token() noexcept { return &current_worker; }
 
 class alignas(cache_line) worker {
  public:
@@ -129,6 +149,21 @@ class alignas(cache_line) worker {
   runtime_impl& runtime() const noexcept { return *runtime_; }
   unsigned index() const noexcept { return index_; }
 
+  // ---- Instrumentation (MOTE_STATS=1, MOTE_TRACE) ------------------------
+  // One test covers both: the fast path of join branches on it once.
+  bool instrumented() const noexcept { return instrument_ != 0; }
+  trace_buffer* trace() const noexcept { return trace_; }
+  // Event hooks, called only when instrumented(). `what` is the task's
+  // function or, with `named`, its name (const char*).
+  MOTE_API void note_spawn(const void* what, bool named) noexcept;
+  MOTE_API void note_task_begin(const void* what, bool named) noexcept;
+  MOTE_API void note_task_end() noexcept;
+  MOTE_API void note_task_name(const char* name) noexcept;
+  MOTE_API void note_wait_begin(unsigned what) noexcept;
+  MOTE_API void note_wait_end() noexcept;
+  // A futex sleep begins (true) or ends (false): traced, and counted as idle.
+  MOTE_API void note_park(bool begin) noexcept;
+
   // ---- Slow paths and thieves (src/runtime/worker.cpp) ------------------
 
   MOTE_API bool pop_shared() noexcept;  // owner
@@ -181,11 +216,15 @@ class alignas(cache_line) worker {
   std::atomic<task*>* slots_;
   runtime_impl* runtime_;
   unsigned index_;
+  std::uint32_t instrument_ = 0;  // kInstrument* bits, set before the worker starts
   std::uint64_t rng_;
   worker* last_thief_ = nullptr;  // who took the task of the last failed pop()
  public:
   worker_stats stats_;
+  mote::assistant* assistant_ = nullptr;  // runtime_options::assistants; owned by this worker
  private:
+  trace_buffer* trace_ = nullptr;  // MOTE_TRACE: this worker's buffer (owned by the trace registry)
+  std::int64_t park_since_ = 0;    // instrumented: when the current sleep began
   std::uint64_t context_ = 0;
   std::uint64_t context_seq_ = 0;
 
