@@ -94,8 +94,8 @@ inline std::uint64_t trace_clock() noexcept {
 // One thread's ring of records. The owning thread appends; the writer
 // (flush) copies concurrently and keeps only the records it can prove were
 // not overwritten while it copied (docs/tracing.md). Every access to a record
-// is atomic (std::atomic_ref, relaxed), so the overlap is not a data race; on
-// x86 these are plain moves. The ring is zero pages from calloc until used, so
+// is atomic (std::atomic_ref), so the overlap is not a data race; on x86 these
+// are plain moves. The ring is zero pages from calloc until used, so
 // an idle thread's buffer costs address space, not memory.
 class MOTE_API trace_buffer {
  public:
@@ -110,15 +110,15 @@ class MOTE_API trace_buffer {
   void put(trace_kind k, std::uint64_t aux = 0, const void* what = nullptr) noexcept {
     const std::uint64_t i = count_;
     std::uint64_t* r = words_ + (i & mask_) * kWords;
-    // Release fence before overwriting the slot: a writer that copies any of
-    // these stores and then issues its acquire fence sees published_ >= i, so
-    // it knows the slot may hold record i and drops the older one it expected.
-    std::atomic_thread_fence(std::memory_order_release);
-    std::atomic_ref<std::uint64_t>(r[0]).store(trace_clock(), std::memory_order_relaxed);
+    // Release stores: a writer whose acquire load reads any of them also sees
+    // published_ >= i (stored before them, by the previous put), so it knows
+    // the slot may hold record i and drops the older record it expected there.
+    // On x86 a release store is a plain move.
+    std::atomic_ref<std::uint64_t>(r[0]).store(trace_clock(), std::memory_order_release);
     std::atomic_ref<std::uint64_t>(r[1]).store(static_cast<std::uint64_t>(k) | (aux << 8),
-                                               std::memory_order_relaxed);
+                                               std::memory_order_release);
     std::atomic_ref<std::uint64_t>(r[2]).store(reinterpret_cast<std::uintptr_t>(what),
-                                               std::memory_order_relaxed);
+                                               std::memory_order_release);
     count_ = i + 1;
     // Release: record i is complete for a writer that acquires this count.
     published_.store(i + 1, std::memory_order_release);

@@ -355,14 +355,14 @@ std::uint64_t trace_buffer::snapshot(std::vector<std::uint64_t>& out) const {
   for (std::uint64_t j = lo; j < p1; ++j) {
     std::uint64_t* r = words_ + (j & mask_) * kWords;
     for (std::size_t k = 0; k < kWords; ++k) {
-      copy[(j - lo) * kWords + k] = std::atomic_ref<std::uint64_t>(r[k]).load(std::memory_order_relaxed);
+      copy[(j - lo) * kWords + k] = std::atomic_ref<std::uint64_t>(r[k]).load(std::memory_order_acquire);
     }
   }
-  // Acquire fence, then the count again: if any word copied above came from a
-  // record written after p1 (one that overwrote slot j with record j + cap),
-  // put()'s release fence before that write makes p2 >= j + cap. So the
-  // records j > p2 - cap were not overwritten; the older ones may be torn.
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // Then the count again: if any word copied above came from a record written
+  // after p1 (one that overwrote slot j with record j + cap), our acquire load
+  // of it synchronized with put()'s release store, which follows the store of
+  // published_ = j + cap; so p2 >= j + cap. Hence the records j > p2 - cap
+  // were not overwritten while we copied; the older ones may be torn.
   const std::uint64_t p2 = published_.load(std::memory_order_relaxed);
   const std::uint64_t safe = p2 >= cap ? p2 - cap + 1 : 0;
   const std::uint64_t first = std::max(lo, safe);
