@@ -1,4 +1,5 @@
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cassert>
@@ -121,8 +122,7 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
     for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this, i] { worker_main(i); });
   } catch (...) {
     stop_.store(true, std::memory_order_seq_cst);
-    idle_epoch_.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(&idle_epoch_, -1);
+    wake_all();
     for (auto& t : threads_) t.join();
     unregister_worker_cpus(config_.worker_cpus);
     throw;
@@ -139,8 +139,7 @@ runtime_impl::~runtime_impl() {
   }
   stop_.store(true, std::memory_order_seq_cst);
   // Wake every parked worker: each sees stop_ after its futex returns.
-  idle_epoch_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake(&idle_epoch_, -1);
+  wake_all();
   for (auto& t : threads_) t.join();
   unregister_worker_cpus(config_.worker_cpus);
   if (config_.stats) print_stats();
@@ -231,17 +230,61 @@ bool runtime_impl::work_visible(worker& self) noexcept {
 }
 
 void runtime_impl::park(worker& self) noexcept {
-  // seq_cst increment, then a seq_cst look for work: see notify_one().
+  // Announce (seq_cst stores), then look for work and for stop_ (seq_cst
+  // loads): the Dekker pair of wake_one()'s and the destructor's, which
+  // publish first and look at the announcement second. Either we see the
+  // work (or stop_) below, or they see parked_ == 1 and wake us.
+  self.parked_.store(1, std::memory_order_seq_cst);
   idle_sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  const std::uint32_t epoch = idle_epoch_.load(std::memory_order_seq_cst);
   if (!stop_.load(std::memory_order_seq_cst) && !work_visible(self)) {
     ++self.stats_.parks;
     // Idle time is counted by worker_main around the whole idle stretch.
     if (MOTE_UNLIKELY(self.trace_ != nullptr)) self.trace_->put(trace_kind::park_begin);
-    futex_wait(&idle_epoch_, epoch);
+    // Acquire: pairs with the waker's exchange; nothing else is published
+    // through parked_, the work itself is found by the next look.
+    while (self.parked_.load(std::memory_order_acquire) == 1) futex_wait(&self.parked_, 1);
     if (MOTE_UNLIKELY(self.trace_ != nullptr)) self.trace_->put(trace_kind::park_end);
   }
+  self.parked_.store(0, std::memory_order_relaxed);
   idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void runtime_impl::wake_one() noexcept {
+  // Which sleeper: for a thread outside the runtime (runtime::run, a foreign
+  // spawn), the one pinned to the CPU the caller runs on, if it sleeps. Such
+  // a caller usually blocks right after handing in work, and handing its CPU
+  // to a thread there is a local wake-up, while waking a halted CPU takes an
+  // inter-processor interrupt: on the virtual machine of the benchmark report
+  // that is the difference between a median of about 10 us and 1-8 us from
+  // submit to start. A caller that keeps running hands in more work, and the
+  // next notification wakes the next sleeper. From a worker: the ones after
+  // it, round the ring. Falls back to any sleeper.
+  worker* const me = current_worker;
+  const bool outside = me == nullptr || me->runtime_ != this;
+  const int here = outside && !config_.worker_cpus.empty() ? sched_getcpu() : -1;
+  const auto n = static_cast<unsigned>(workers_.size());
+  const unsigned start = outside ? 0 : me->index_ + 1;
+  for (int pass = here >= 0 ? 0 : 1; pass < 2; ++pass) {
+    for (unsigned k = 0; k < n; ++k) {
+      const unsigned i = (start + k) % n;
+      if (pass == 0 && config_.worker_cpus[i] != here) continue;
+      worker& w = *workers_[i];
+      // Look before the exchange, so that awake workers' lines stay put.
+      // seq_cst exchange: the Dekker pair of park()'s announcement (see there).
+      if (w.parked_.load(std::memory_order_seq_cst) == 1 &&
+          w.parked_.exchange(0, std::memory_order_seq_cst) == 1) {
+        futex_wake(&w.parked_, 1);
+        return;
+      }
+    }
+  }
+}
+
+void runtime_impl::wake_all() noexcept {
+  for (auto& w : workers_) {
+    // seq_cst: after the caller's seq_cst store of stop_ (see park()).
+    if (w->parked_.exchange(0, std::memory_order_seq_cst) == 1) futex_wake(&w->parked_, 1);
+  }
 }
 
 void runtime_impl::worker_main(unsigned index) {

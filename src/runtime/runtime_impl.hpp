@@ -53,10 +53,7 @@ class runtime_impl {
   // increment in park(): either the parker sees the new work in its last look,
   // or this load sees the parker.
   void notify_one() noexcept {
-    if (idle_sleepers_.load(std::memory_order_seq_cst) != 0) {
-      idle_epoch_.fetch_add(1, std::memory_order_seq_cst);
-      futex_wake(&idle_epoch_, 1);
-    }
+    if (idle_sleepers_.load(std::memory_order_seq_cst) != 0) wake_one();
   }
 
   // Group completion: wakes threads parked in task_group::wait(). Touches only
@@ -75,6 +72,10 @@ class runtime_impl {
   void print_stats() const;
   // Sleeps until notify_one(), unless work is visible or the runtime stops.
   void park(worker& self) noexcept;
+  // Wakes one parked worker (each parks on its own word, worker::parked_).
+  void wake_one() noexcept;
+  // Wakes every parked worker; after stop_ is set.
+  void wake_all() noexcept;
   bool work_visible(worker& self) noexcept;
   task* take_injected() noexcept;
 
@@ -93,7 +94,6 @@ class runtime_impl {
   std::atomic<std::size_t> inject_count_{0};
 
   alignas(cache_line) std::atomic<std::uint32_t> idle_sleepers_{0};
-  std::atomic<std::uint32_t> idle_epoch_{0};
   std::atomic<bool> stop_{false};
 };
 

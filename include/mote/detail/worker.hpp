@@ -224,6 +224,9 @@ class alignas(cache_line) worker {
   mote::assistant* assistant_ = nullptr;  // runtime_options::assistants; owned by this worker
  private:
   trace_buffer* trace_ = nullptr;  // MOTE_TRACE: this worker's buffer (owned by the trace registry)
+  // 1 while this worker is parked or about to park; its futex word. Written by
+  // the worker and by whoever wakes it, so on a line of its own.
+  alignas(cache_line) std::atomic<std::uint32_t> parked_{0};
   std::int64_t park_since_ = 0;    // instrumented: when the current sleep began
   std::uint64_t context_ = 0;
   std::uint64_t context_seq_ = 0;
