@@ -42,17 +42,21 @@ struct assistant_options {
 
 namespace detail {
 
-// One ring entry: a function that runs (and destroys) the closure stored
-// inline beside it. 64 bytes: one cache line per entry, so producer and
-// consumer never write the same line for different tasks.
-struct alignas(64) assistant_slot {
+// One ring entry: a readiness word, then a function that runs (and destroys)
+// the closure stored inline beside it. The assistant polls the readiness word
+// of the entry it expects next, so one cache-line transfer brings it both the
+// news and the task. A cache_line (128 bytes) per entry: the adjacent-line
+// prefetcher moves 64-byte lines in pairs, so neighbours would still collide.
+struct alignas(cache_line) assistant_slot {
   using run_fn = void (*)(void* closure);
-  static constexpr std::size_t kInline = 64 - sizeof(run_fn);
+  static constexpr std::size_t kInline = cache_line - sizeof(std::uint64_t) - sizeof(run_fn);
   static constexpr std::size_t kInlineAlign = alignof(run_fn);
-  run_fn run;
+  // The entry's number + 1 once it is published (release by the owner).
+  std::atomic<std::uint64_t> ready{0};
+  run_fn run = nullptr;
   alignas(kInlineAlign) unsigned char closure[kInline];
 };
-static_assert(sizeof(assistant_slot) == 64);
+static_assert(sizeof(assistant_slot) == cache_line);
 
 template <class F>
 void run_inline_closure(void* p) {
@@ -102,7 +106,7 @@ class MOTE_API assistant {
   assistant& operator=(const assistant&) = delete;
 
   // Hands f to the assistant. When the ring is full, runs f here instead, so
-  // no work is ever dropped. Closures up to 56 bytes are stored in the ring;
+  // no work is ever dropped. Closures up to 112 bytes are stored in the ring;
   // larger ones are moved to the heap. Owner only.
   template <class F>
   void submit(F&& f);
@@ -135,13 +139,16 @@ class MOTE_API assistant {
     return &slots_[head_ & mask_];
   }
   // Makes the claimed entry visible to the assistant.
-  void publish() noexcept {
-    ++head_;
+  void publish(detail::assistant_slot* slot) noexcept {
     // Release: the entry's contents, written above, become visible to the
-    // assistant's acquire load of head_pub_ before it runs the entry.
-    head_pub_.store(head_, std::memory_order_release);
+    // assistant's acquire load of `ready` before it runs the entry.
+    slot->ready.store(head_ + 1, std::memory_order_release);
+    ++head_;
+    // Relaxed: head_pub_ serves only the parking handshake (state::park()
+    // and wait()); the entry itself is published by `ready`.
+    head_pub_.store(head_, std::memory_order_relaxed);
     // Relaxed: the common case of a parked assistant is caught here; the
-    // rare race with one that is just parking is closed by wait()'s fence.
+    // rare race with one that is just parking is closed in wait().
     if (MOTE_UNLIKELY(park_state_.load(std::memory_order_relaxed) != kAwake)) wake();
   }
   bool refresh_tail() noexcept;
@@ -164,6 +171,7 @@ class MOTE_API assistant {
   state* state_;
 
   // ---- Written by the owner, read by the assistant ----------------------
+  // Entries published; read by the assistant only when it is about to park.
   alignas(detail::cache_line) std::atomic<std::uint64_t> head_pub_{0};
   std::atomic<std::uint32_t> sleep_requested_{0};  // sleep_hint() sets, wake_up_hint() clears
 
@@ -200,7 +208,7 @@ void assistant::submit(F&& f) {
     ::new (static_cast<void*>(slot->closure)) closure*(heap);
     slot->run = &detail::run_heap_closure<closure>;
   }
-  publish();
+  publish(slot);
 }
 
 // The assistant of the calling worker, when its runtime was created with

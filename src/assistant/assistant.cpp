@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -26,6 +27,11 @@ struct assistant::state {
   std::exception_ptr error;
   int cpu = -1;
   std::int64_t idle_park_ns = 0;
+  // The assistant shares the owner's CPU (a one-CPU process, or pinning
+  // failed): then neither side may spin, or each would wait for the other's
+  // time slice. The assistant parks as soon as it is idle and the owner
+  // yields while it waits. Relaxed: a hint, set once before any task runs.
+  std::atomic<bool> shared{false};
 
   static void main(assistant* a);
   static void park(assistant* a, std::uint64_t tail);
@@ -44,6 +50,31 @@ int owner_cpu() {
     }
   }
   return sched_getcpu();
+}
+
+// /sys/devices/system/cpu/online, e.g. "0-3,8".
+std::vector<int> online_cpus() {
+  std::vector<int> cpus;
+  std::FILE* f = std::fopen("/sys/devices/system/cpu/online", "r");
+  if (f == nullptr) return cpus;
+  char buf[256] = {};
+  const bool ok = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  if (!ok) return cpus;
+  const char* p = buf;
+  while (*p >= '0' && *p <= '9') {
+    char* end = nullptr;
+    const long lo = std::strtol(p, &end, 10);
+    long hi = lo;
+    p = end;
+    if (*p == '-') {
+      hi = std::strtol(p + 1, &end, 10);
+      p = end;
+    }
+    for (long c = lo; c <= hi && c < 4096; ++c) cpus.push_back(static_cast<int>(c));
+    if (*p == ',') ++p;
+  }
+  return cpus;
 }
 
 int choose_cpu(const assistant_options& options) {
@@ -75,7 +106,19 @@ int choose_cpu(const assistant_options& options) {
       best_free = free;
     }
   }
-  return best >= 0 ? best : own;  // a one-CPU process shares its only CPU
+  if (best >= 0) return best;
+  // The owner's affinity (which the topology follows when the owner pinned
+  // itself before first use) may hide the other CPUs. Any online CPU will
+  // do: the assistant thread sets its own affinity.
+  for (int c : online_cpus()) {
+    if (c == own) continue;
+    const int distance = std::abs(c - own);
+    if (best < 0 || distance < best_distance) {
+      best = c;
+      best_distance = distance;
+    }
+  }
+  return best >= 0 ? best : own;  // a one-CPU machine: share it (see `shared`)
 }
 
 }  // namespace
@@ -98,6 +141,7 @@ assistant::assistant(const assistant_options& options)
   slots_ = new detail::assistant_slot[capacity_];
   state_ = new state;
   state_->cpu = cpu;
+  state_->shared.store(cpu >= 0 && cpu == owner_cpu(), std::memory_order_relaxed);
   state_->idle_park_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options.idle_park).count();
   try {
     state_->thread = std::thread(&state::main, this);
@@ -146,18 +190,33 @@ void assistant::sleep_hint() noexcept { sleep_requested_.store(1, std::memory_or
 void assistant::wait() {
   check_owner("wait");
   if (tail_pub_.load(std::memory_order_acquire) != head_) {
-    // seq_cst fence, then look at park_state_: the Dekker pair of the fence in
-    // state::park() between its store of kParking and its look at head_pub_.
-    // Either the assistant saw our last publish, or we see it parking and wake
-    // it. This closes the race that publish()'s relaxed look leaves open.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (park_state_.load(std::memory_order_relaxed) != kAwake) wake();
-    // Spin (the tasks are meant to be tiny), then yield the core.
+    // Spin (the tasks are meant to be tiny). publish() looked at park_state_
+    // with a relaxed load, which can miss an assistant that is just parking
+    // and has not seen the last entry (each side's store can still sit in its
+    // store buffer while the other loads). So every 256 rounds, and first
+    // after 64, close that race: a seq_cst read-modify-write of head_pub_ and
+    // a seq_cst look at park_state_, against state::park()'s seq_cst exchange
+    // of park_state_ and seq_cst look at head_pub_. In the single total order
+    // of those four, one side's read comes after the other's write: either
+    // the assistant sees the entry and stays awake, or we see it parking and
+    // wake it. The fast path, an awake assistant, pays for no fence.
     const std::int64_t start = detail::now_ns();
+    const bool shared = state_->shared.load(std::memory_order_relaxed);
     unsigned rounds = 0;
     while (tail_pub_.load(std::memory_order_acquire) != head_) {
       detail::cpu_pause();
-      if ((++rounds & 1023) == 0 && detail::now_ns() - start > 50'000) detail::thread_yield();
+      ++rounds;
+      if (shared) {
+        // One CPU for both: hand it over.
+        head_pub_.fetch_add(0, std::memory_order_seq_cst);
+        if (park_state_.load(std::memory_order_seq_cst) != kAwake) wake();
+        detail::thread_yield();
+      } else if ((rounds & 255) == 64) {
+        head_pub_.fetch_add(0, std::memory_order_seq_cst);
+        if (park_state_.load(std::memory_order_seq_cst) != kAwake) wake();
+        // Past 50 us, share the core: the assistant may need it.
+        if (detail::now_ns() - start > 50'000) detail::thread_yield();
+      }
     }
   }
   tail_cache_ = head_;
@@ -181,11 +240,10 @@ void assistant::not_owner(const char* what) const {
 }
 
 void assistant::state::park(assistant* a, std::uint64_t tail) {
-  a->park_state_.store(kParking, std::memory_order_relaxed);
-  // seq_cst fence between the store above and the look at head_pub_ below:
-  // the Dekker pair of the fence in wait() (see there).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (a->head_pub_.load(std::memory_order_relaxed) != tail ||
+  // seq_cst exchange, then a seq_cst look at head_pub_: the pair of wait()'s
+  // read-modify-write of head_pub_ and look at park_state_ (see there).
+  a->park_state_.exchange(kParking, std::memory_order_seq_cst);
+  if (a->head_pub_.load(std::memory_order_seq_cst) != tail ||
       a->state_->stop.load(std::memory_order_acquire)) {
     a->park_state_.store(kAwake, std::memory_order_relaxed);
     return;
@@ -198,41 +256,42 @@ void assistant::state::park(assistant* a, std::uint64_t tail) {
 
 void assistant::state::main(assistant* a) {
   state* s = a->state_;
-  if (s->cpu >= 0) pin_current_thread(s->cpu);
+  if (s->cpu >= 0 && !pin_current_thread(s->cpu)) s->shared.store(true, std::memory_order_relaxed);
   const std::uint64_t mask = a->mask_;
   detail::assistant_slot* const slots = a->slots_;
   std::uint64_t tail = 0;
-  std::uint64_t head_cache = 0;
   std::int64_t idle_since = 0;
   unsigned idle_rounds = 0;
   for (;;) {
-    if (tail == head_cache) {
-      // Acquire: pairs with publish()'s release store; the entry is complete.
-      head_cache = a->head_pub_.load(std::memory_order_acquire);
-      if (tail == head_cache) {
-        if (s->stop.load(std::memory_order_acquire)) {
-          // The owner stops us only after its last wait(): nothing is left.
-          break;
-        }
-        if (a->sleep_requested_.load(std::memory_order_relaxed) != 0) {
-          park(a, tail);
-          idle_since = 0;
-          continue;
-        }
-        detail::cpu_pause();
-        if (s->idle_park_ns > 0 && (++idle_rounds & 255) == 0) {
-          const std::int64_t now = detail::now_ns();
-          if (idle_since == 0) {
-            idle_since = now;
-          } else if (now - idle_since >= s->idle_park_ns) {
-            park(a, tail);
-            idle_since = 0;
-          }
-        }
+    detail::assistant_slot* slot = &slots[tail & mask];
+    // Acquire: pairs with publish()'s release store; the entry is complete.
+    if (slot->ready.load(std::memory_order_acquire) != tail + 1) {
+      if (s->stop.load(std::memory_order_acquire)) {
+        // The owner stops us only after its last wait(): nothing is left.
+        break;
+      }
+      if (a->sleep_requested_.load(std::memory_order_relaxed) != 0 ||
+          s->shared.load(std::memory_order_relaxed)) {
+        park(a, tail);
+        idle_since = 0;
         continue;
       }
+      detail::cpu_pause();
+      if ((++idle_rounds & 255) == 0) {
+        const std::int64_t now = detail::now_ns();
+        if (idle_since == 0) {
+          idle_since = now;
+        } else if (s->idle_park_ns > 0 && now - idle_since >= s->idle_park_ns) {
+          park(a, tail);
+          idle_since = 0;
+        } else if (now - idle_since > 50'000) {
+          // Idle past 50 us without parking (idle_park 0): let others run now
+          // and then, so that an oversubscribed machine keeps moving.
+          detail::thread_yield();
+        }
+      }
+      continue;
     }
-    detail::assistant_slot* slot = &slots[tail & mask];
     try {
       slot->run(slot->closure);
     } catch (...) {
