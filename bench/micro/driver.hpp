@@ -15,6 +15,8 @@
 //   spawn     ns per spawn+join; --iters N (default: env.default_iters)
 //   wakeup    us from submit to start after --idle-ms (20) of idleness, long
 //             enough for spinning workers to park; --wakeups (50) samples
+//   wakeup_long  the same after --long-idle-ms (1000) of idleness;
+//             --long-wakeups (8) samples
 //   idle_cpu  CPU seconds (user+sys, whole process) consumed while the warmed
 //             runtime sits idle for --idle-cpu-ms (2000)
 #pragma once
@@ -61,11 +63,9 @@ int run_suite(const options& o, std::string_view runtime_name, Env& env, const e
     }
     emit(r);
   }
-  if (o.wants("wakeup")) {
-    const long idle_ms = option_value(o, "--idle-ms", 20);
-    const long count = option_value(o, "--wakeups", 50);
+  auto wakeups = [&](const char* kernel, long idle_ms, long count) {
     if (o.workers < 2) usage_error("--workers (wakeup needs 2 or more)", "1");
-    record r{"micro", "wakeup", runtime_name, o.workers, "us", {}, count, info};
+    record r{"micro", kernel, runtime_name, o.workers, "us", {}, count, info};
     r.extra.add("idle_ms", std::int64_t{idle_ms});
     env.warm();
     for (long i = 0; i < count; ++i) {
@@ -73,6 +73,13 @@ int run_suite(const options& o, std::string_view runtime_name, Env& env, const e
       r.samples.push_back(1e6 * env.wake_once());
     }
     emit(r);
+  };
+  if (o.wants("wakeup")) {
+    wakeups("wakeup", option_value(o, "--idle-ms", 20), option_value(o, "--wakeups", 50));
+  }
+  if (o.wants("wakeup_long")) {
+    // The first task after a long idle: the workers (and the CPUs) are asleep.
+    wakeups("wakeup_long", option_value(o, "--long-idle-ms", 1000), option_value(o, "--long-wakeups", 8));
   }
   if (o.wants("idle_cpu")) {
     const long idle_ms = option_value(o, "--idle-cpu-ms", 2000);
