@@ -32,6 +32,8 @@ struct assistant::state {
   // time slice. The assistant parks as soon as it is idle and the owner
   // yields while it waits. Relaxed: a hint, set once before any task runs.
   std::atomic<bool> shared{false};
+  // The fork generation it was created in (see current_fork_generation()).
+  std::uint64_t generation = 0;
 
   static void main(assistant* a);
   static void park(assistant* a, std::uint64_t tail);
@@ -140,6 +142,7 @@ assistant::assistant(const assistant_options& options)
   const int cpu = choose_cpu(options);
   slots_ = new detail::assistant_slot[capacity_];
   state_ = new state;
+  state_->generation = detail::current_fork_generation();
   state_->cpu = cpu;
   state_->shared.store(cpu >= 0 && cpu == owner_cpu(), std::memory_order_relaxed);
   state_->idle_park_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options.idle_park).count();
@@ -153,6 +156,15 @@ assistant::assistant(const assistant_options& options)
 }
 
 assistant::~assistant() {
+  if (state_->generation != detail::current_fork_generation()) {
+    // In a child process after fork(): the thread does not exist. A
+    // std::thread that was never joined cannot be destroyed, so it is left
+    // behind (a few words); the ring is freed.
+    new std::thread(std::move(state_->thread));  // NOLINT: deliberately leaked
+    delete state_;
+    delete[] slots_;
+    return;
+  }
   try {
     if (owner_token_ == detail::thread_token()) wait();
   } catch (...) {
@@ -189,6 +201,11 @@ void assistant::sleep_hint() noexcept { sleep_requested_.store(1, std::memory_or
 
 void assistant::wait() {
   check_owner("wait");
+  if (MOTE_UNLIKELY(state_->generation != detail::current_fork_generation())) {
+    throw std::logic_error(
+        "mote::assistant::wait: this assistant was created before fork(); its thread does not "
+        "exist in the child process. Create a new assistant in the child");
+  }
   if (tail_pub_.load(std::memory_order_acquire) != head_) {
     // Spin (the tasks are meant to be tiny). publish() looked at park_state_
     // with a relaxed load, which can miss an assistant that is just parking

@@ -82,6 +82,11 @@ void install_fork_handlers() {
 }
 }  // namespace
 
+std::uint64_t current_fork_generation() {
+  install_fork_handlers();
+  return fork_generation.load(std::memory_order_relaxed);
+}
+
 bool runtime_impl::orphaned() const noexcept {
   return generation_ != fork_generation.load(std::memory_order_relaxed);
 }

@@ -21,6 +21,11 @@ namespace mote::detail {
 // that an assistant can keep off them.
 std::vector<int> cpus_with_workers();
 
+// The number of fork()s this process descends from (0 in the original
+// process); installs the fork handlers on first use. An object that owns
+// threads records it, and knows itself orphaned in a child when it changed.
+std::uint64_t current_fork_generation();
+
 class runtime_impl {
  public:
   runtime_impl(const resolved_config& config, runtime* facade);
