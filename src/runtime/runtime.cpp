@@ -319,13 +319,25 @@ void runtime_impl::worker_main(unsigned index) {
     const std::int64_t idle_from = timed ? now_ns() : 0;
     // Spin for the window, looking for work between short pauses; then park.
     // The occasional yield keeps an oversubscribed machine moving.
-    const std::int64_t deadline = now_ns() + spin_ns_;
+    // Probes come every few pauses (a few hundred nanoseconds at most): a
+    // task shared for a thief lasts only until its owner's next pop, which
+    // for sub-microsecond tasks is soon. Reading victims' words that do not
+    // change costs no coherence traffic. The clock is read every 16 probes.
+    const std::int64_t start = now_ns();
+    std::int64_t now = start;
+    std::int64_t last_yield = start;
     task* found = nullptr;
-    for (unsigned round = 1; found == nullptr && now_ns() < deadline; ++round) {
-      for (int i = 0; i < 64; ++i) cpu_pause();
-      if ((round & 15) == 0) thread_yield();
+    for (unsigned round = 1; found == nullptr && now - start < spin_ns_; ++round) {
+      for (int i = 0; i < 4; ++i) cpu_pause();
       found = find_work(self);
-      if (stop_.load(std::memory_order_relaxed)) break;
+      if ((round & 15) == 0) {
+        if (stop_.load(std::memory_order_relaxed)) break;
+        now = now_ns();
+        if (now - last_yield > 20'000) {
+          thread_yield();
+          last_yield = now;
+        }
+      }
     }
     if (found == nullptr && !stop_.load(std::memory_order_acquire)) park(self);
     if (timed) self.stats_.idle_ns += now_ns() - idle_from;

@@ -175,10 +175,17 @@ std::uint32_t worker::wait_for(task* t) noexcept {
   const std::int64_t spin = runtime_->spin_ns();
   std::int64_t idle_since = 0;
   std::int64_t park_ns = 50'000;
+  unsigned round = 0;
   for (;;) {
     // Acquire: pairs with finish()'s release exchange; the results are ours.
     const std::uint32_t state = t->state.load(std::memory_order_acquire);
-    if (state >= task::kDone) return state;
+    if (state >= task::kDone) {
+      // The thief has just finished t and is probably looking for work: share
+      // the next push at once instead of waiting for it to ask (a relaxed
+      // store to our own word; grow_shared() restores the limit).
+      push_limit_.store(0, std::memory_order_relaxed);
+      return state;
+    }
     if (state == task::kRunning) {
       // Leapfrog: whatever the thief has shared belongs to t's subtree.
       if (task* x = steal_from(*thief)) {
@@ -187,12 +194,14 @@ std::uint32_t worker::wait_for(task* t) noexcept {
         park_ns = 50'000;
         continue;
       }
+      // Look at t every couple of pauses: a sub-microsecond task should not
+      // wait microseconds to be noticed. The clock is read every 16 rounds.
+      cpu_pause();
+      cpu_pause();
+      if ((++round & 15) != 0) continue;
       const std::int64_t now = now_ns();
       if (idle_since == 0) idle_since = now;
-      if (now - idle_since < spin) {
-        for (int i = 0; i < 32; ++i) cpu_pause();
-        continue;
-      }
+      if (now - idle_since < spin) continue;
       std::uint32_t expected = task::kRunning;
       // Announce that we sleep; finish() sees kParked and wakes us.
       if (!t->state.compare_exchange_strong(expected, task::kParked, std::memory_order_acq_rel,
