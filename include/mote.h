@@ -37,11 +37,13 @@ typedef enum mote_status {
   MOTE_ENOMEM = 3,        /* out of memory */
   MOTE_ETASK = 4,         /* a task failed (a C++ exception escaped it); see mote_last_error() */
   MOTE_EBUSY = 5,         /* the object is still in use (pending tasks, for example) */
-  MOTE_EINTERNAL = 6      /* an unexpected failure inside mote; see mote_last_error() */
+  MOTE_EINTERNAL = 6,     /* an unexpected failure inside mote; see mote_last_error() */
+  MOTE_ENOTOWNER = 7      /* a call that only the object's owner thread may make, from another */
 } mote_status;
 
 typedef struct mote_runtime mote_runtime;
 typedef struct mote_task_group mote_task_group;
+typedef struct mote_assistant mote_assistant;
 
 /* Options for mote_init. An unset field is taken from the MOTE_* environment
  * variables, else from the topology: num_workers 0, bind NULL, spin_us
@@ -69,6 +71,49 @@ MOTE_C_API mote_status mote_task_group_spawn(mote_task_group* g, void (*fn)(void
 MOTE_C_API mote_status mote_task_group_wait(mote_task_group* g);
 /* Frees a group; MOTE_EBUSY (and nothing freed) while tasks are pending. */
 MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g);
+
+/* ---- The assistant: a helper thread owned by the thread that creates it --
+ *
+ *   static void half(void* arg) { ((long*)arg)[0] = 1; }
+ *   mote_assistant* a;
+ *   long out[2] = {0, 0};
+ *   if (mote_assistant_create(NULL, &a) != MOTE_OK) return 1;
+ *   mote_assistant_wake_up_hint(a);     // a parallel section begins
+ *   mote_assistant_submit(a, half, out); // runs on the assistant
+ *   out[1] = 2;                          // meanwhile, here
+ *   mote_assistant_wait(a);              // out[0] == 1
+ *   mote_assistant_sleep_hint(a);        // it ends
+ *   mote_assistant_destroy(a);
+ */
+
+/* Options for mote_assistant_create; mote_assistant_options_init sets the
+ * defaults (capacity 128, cpu -1: chosen from the topology, pin 1,
+ * idle_park_us 1000). */
+typedef struct mote_assistant_options {
+  unsigned capacity;   /* ring entries, a power of two from 2 to 65536 */
+  int cpu;             /* -1: the owner's SMT sibling, else the nearest CPU without a worker */
+  int pin;             /* 0: let the kernel place the assistant */
+  long idle_park_us;   /* park after this long without work; 0: only after a sleep hint */
+} mote_assistant_options;
+
+MOTE_C_API void mote_assistant_options_init(mote_assistant_options* options);
+/* Creates an assistant owned by the calling thread. options may be NULL. */
+MOTE_C_API mote_status mote_assistant_create(const mote_assistant_options* options,
+                                             mote_assistant** out);
+/* Hands fn(arg) to the assistant (runs it here when the ring is full).
+ * Owner only: MOTE_ENOTOWNER from another thread. */
+MOTE_C_API mote_status mote_assistant_submit(mote_assistant* a, void (*fn)(void*), void* arg);
+/* Waits for every task submitted so far. Owner only. */
+MOTE_C_API mote_status mote_assistant_wait(mote_assistant* a);
+/* Wake the assistant ahead of a parallel section / let it sleep after one.
+ * Any thread, any order. */
+MOTE_C_API mote_status mote_assistant_wake_up_hint(mote_assistant* a);
+MOTE_C_API mote_status mote_assistant_sleep_hint(mote_assistant* a);
+/* The CPU the assistant is pinned to, or -1. */
+MOTE_C_API int mote_assistant_cpu(const mote_assistant* a);
+/* Waits for the submitted tasks, then stops and frees the assistant. Owner
+ * only (MOTE_ENOTOWNER, and nothing freed, from another thread). */
+MOTE_C_API mote_status mote_assistant_destroy(mote_assistant* a);
 
 /* A fixed description of a status code. Never NULL. */
 MOTE_C_API const char* mote_strerror(mote_status status);

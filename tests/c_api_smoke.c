@@ -47,6 +47,36 @@ int main(void) {
 
   if (mote_task_group_destroy(group) != MOTE_OK) return 10;
   if (mote_finalize(rt) != MOTE_OK) return 11;
+
+  /* The assistant: half of the squares there, half here. */
+  {
+    mote_assistant_options aopt;
+    mote_assistant* helper = NULL;
+    mote_assistant_options_init(&aopt);
+    aopt.capacity = 16;
+    if (mote_assistant_create(&aopt, &helper) != MOTE_OK) return 12;
+    mote_assistant_wake_up_hint(helper);
+    for (i = 0; i < 64; ++i) {
+      values[i] = i;
+      if (i % 2 == 0) {
+        if (mote_assistant_submit(helper, square, &values[i]) != MOTE_OK) return 13;
+      } else {
+        square(&values[i]);
+      }
+    }
+    if (mote_assistant_wait(helper) != MOTE_OK) return 14;
+    mote_assistant_sleep_hint(helper);
+    sum = 0;
+    for (i = 0; i < 64; ++i) sum += values[i];
+    if (sum != 63L * 64 * 127 / 6) return 15;
+    aopt.capacity = 3; /* not a power of two */
+    {
+      mote_assistant* bad = NULL;
+      if (mote_assistant_create(&aopt, &bad) != MOTE_ECONFIG || bad != NULL) return 16;
+    }
+    if (mote_assistant_submit(NULL, square, NULL) != MOTE_EINVAL) return 17;
+    if (mote_assistant_destroy(helper) != MOTE_OK) return 18;
+  }
   puts("c_api_smoke: ok");
   return 0;
 }

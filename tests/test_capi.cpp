@@ -348,3 +348,69 @@ TEST(capi, GroupsFromSeveralThreads) {
   for (int t = 0; t < threads; ++t) EXPECT_EQ(counts[t].load(), n) << "thread " << t;
   EXPECT_EQ(mote_finalize(rt), MOTE_OK);
 }
+
+// ---- The assistant through the C API -----------------------------------------
+
+namespace {
+void add_index(void* arg) { static_cast<std::atomic<long>*>(arg)->fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+TEST(capi, AssistantRunsEverythingItIsGiven) {
+  mote_assistant_options o;
+  mote_assistant_options_init(&o);
+  EXPECT_EQ(o.capacity, 128u);
+  EXPECT_EQ(o.cpu, -1);
+  o.capacity = 4;  // small: the full-ring path runs tasks on the owner
+  mote_assistant* a = nullptr;
+  ASSERT_EQ(mote_assistant_create(&o, &a), MOTE_OK);
+  std::atomic<long> count{0};
+  const long n = mote_test::scaled(20000);
+  for (long round = 0; round < 20; ++round) {
+    for (long i = 0; i < n / 20; ++i) ASSERT_EQ(mote_assistant_submit(a, add_index, &count), MOTE_OK);
+    if (round % 3 == 0) EXPECT_EQ(mote_assistant_sleep_hint(a), MOTE_OK);
+    if (round % 3 == 1) EXPECT_EQ(mote_assistant_wake_up_hint(a), MOTE_OK);
+    ASSERT_EQ(mote_assistant_wait(a), MOTE_OK);
+    EXPECT_EQ(count.load(), (round + 1) * (n / 20));
+  }
+  EXPECT_EQ(mote_assistant_destroy(a), MOTE_OK);
+}
+
+TEST(capi, AssistantMisuseIsAnErrorCode) {
+  mote_assistant* a = nullptr;
+  EXPECT_EQ(mote_assistant_create(nullptr, nullptr), MOTE_EINVAL);
+  mote_assistant_options o;
+  mote_assistant_options_init(&o);
+  o.capacity = 1000;
+  EXPECT_EQ(mote_assistant_create(&o, &a), MOTE_ECONFIG);
+  EXPECT_EQ(a, nullptr);
+  EXPECT_NE(std::string(mote_last_error()).find("capacity=1000"), std::string::npos) << mote_last_error();
+  o.capacity = 8;
+  o.idle_park_us = -1;
+  EXPECT_EQ(mote_assistant_create(&o, &a), MOTE_ECONFIG);
+  ASSERT_EQ(mote_assistant_create(nullptr, &a), MOTE_OK);
+  EXPECT_EQ(mote_assistant_submit(a, nullptr, nullptr), MOTE_EINVAL);
+  EXPECT_EQ(mote_assistant_submit(nullptr, add_index, nullptr), MOTE_EINVAL);
+  EXPECT_EQ(mote_assistant_wait(nullptr), MOTE_EINVAL);
+  EXPECT_EQ(mote_assistant_wake_up_hint(nullptr), MOTE_EINVAL);
+  EXPECT_EQ(mote_assistant_sleep_hint(nullptr), MOTE_EINVAL);
+  EXPECT_EQ(mote_assistant_destroy(nullptr), MOTE_EINVAL);
+  EXPECT_EQ(mote_assistant_cpu(nullptr), -1);
+  // Another thread may hint, but not submit, wait or destroy.
+  std::atomic<long> count{0};
+  mote_status submit_status = MOTE_OK, wait_status = MOTE_OK, destroy_status = MOTE_OK,
+              hint_status = MOTE_EINVAL;
+  std::thread other([&] {
+    submit_status = mote_assistant_submit(a, add_index, &count);
+    wait_status = mote_assistant_wait(a);
+    destroy_status = mote_assistant_destroy(a);
+    hint_status = mote_assistant_wake_up_hint(a);
+  });
+  other.join();
+  EXPECT_EQ(submit_status, MOTE_ENOTOWNER);
+  EXPECT_EQ(wait_status, MOTE_ENOTOWNER);
+  EXPECT_EQ(destroy_status, MOTE_ENOTOWNER);
+  EXPECT_EQ(hint_status, MOTE_OK);
+  EXPECT_STRNE(mote_strerror(MOTE_ENOTOWNER), "unknown status");
+  EXPECT_EQ(count.load(), 0);
+  EXPECT_EQ(mote_assistant_destroy(a), MOTE_OK);
+}

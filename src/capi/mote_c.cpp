@@ -11,8 +11,10 @@
 #include <chrono>
 #include <exception>
 #include <new>
+#include <stdexcept>
 #include <string>
 
+#include "mote/assistant.hpp"
 #include "mote/error.hpp"
 #include "mote/runtime.hpp"
 #include "mote/task_group.hpp"
@@ -39,6 +41,11 @@ struct mote_task_group {
   // finish before wait() returns, so clearing the flag after wait() is right.
   // Relaxed: wait() itself orders the tasks' effects; this is a usage check.
   std::atomic<bool> needs_wait{false};
+};
+
+struct mote_assistant {
+  explicit mote_assistant(const mote::assistant_options& options) : a(options) {}
+  mote::assistant a;
 };
 
 namespace {
@@ -207,6 +214,95 @@ MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g) {
   }
 }
 
+// ---- The assistant -----------------------------------------------------------
+
+MOTE_C_API void mote_assistant_options_init(mote_assistant_options* options) {
+  if (options == nullptr) return;
+  const mote::assistant_options d;
+  options->capacity = d.capacity;
+  options->cpu = d.cpu;
+  options->pin = d.pin ? 1 : 0;
+  options->idle_park_us = static_cast<long>(d.idle_park.count());
+}
+
+MOTE_C_API mote_status mote_assistant_create(const mote_assistant_options* options,
+                                             mote_assistant** out) {
+  if (out == nullptr) return fail(MOTE_EINVAL, "mote_assistant_create: out is NULL");
+  *out = nullptr;
+  try {
+    mote::assistant_options o;
+    if (options != nullptr) {
+      o.capacity = options->capacity;
+      o.cpu = options->cpu;
+      o.pin = options->pin != 0;
+      o.idle_park = std::chrono::microseconds(options->idle_park_us);
+    }
+    *out = new mote_assistant(o);
+    return MOTE_OK;
+  } catch (...) {
+    return fail_current("mote_assistant_create", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API mote_status mote_assistant_submit(mote_assistant* a, void (*fn)(void*), void* arg) {
+  if (a == nullptr) return fail(MOTE_EINVAL, "mote_assistant_submit: assistant is NULL");
+  if (fn == nullptr) return fail(MOTE_EINVAL, "mote_assistant_submit: function is NULL");
+  if (!a->a.is_owner()) {
+    return fail(MOTE_ENOTOWNER, "mote_assistant_submit: called from a thread other than the owner");
+  }
+  try {
+    a->a.submit(fn, arg);
+    return MOTE_OK;
+  } catch (...) {
+    // Only a C++ function run inline (ring full) can throw here.
+    return fail_current("a task failed", MOTE_ETASK, /*as_task_failure=*/true);
+  }
+}
+
+MOTE_C_API mote_status mote_assistant_wait(mote_assistant* a) {
+  if (a == nullptr) return fail(MOTE_EINVAL, "mote_assistant_wait: assistant is NULL");
+  if (!a->a.is_owner()) {
+    return fail(MOTE_ENOTOWNER, "mote_assistant_wait: called from a thread other than the owner");
+  }
+  try {
+    a->a.wait();
+    return MOTE_OK;
+  } catch (const std::logic_error& e) {
+    return fail(MOTE_EINTERNAL, "mote_assistant_wait: ", e.what());  // e.g. used after fork()
+  } catch (...) {
+    return fail_current("a task failed", MOTE_ETASK, /*as_task_failure=*/true);
+  }
+}
+
+MOTE_C_API mote_status mote_assistant_wake_up_hint(mote_assistant* a) {
+  if (a == nullptr) return fail(MOTE_EINVAL, "mote_assistant_wake_up_hint: assistant is NULL");
+  a->a.wake_up_hint();
+  return MOTE_OK;
+}
+
+MOTE_C_API mote_status mote_assistant_sleep_hint(mote_assistant* a) {
+  if (a == nullptr) return fail(MOTE_EINVAL, "mote_assistant_sleep_hint: assistant is NULL");
+  a->a.sleep_hint();
+  return MOTE_OK;
+}
+
+MOTE_C_API int mote_assistant_cpu(const mote_assistant* a) {
+  if (a == nullptr) {
+    fail(MOTE_EINVAL, "mote_assistant_cpu: assistant is NULL");
+    return -1;
+  }
+  return a->a.cpu();
+}
+
+MOTE_C_API mote_status mote_assistant_destroy(mote_assistant* a) {
+  if (a == nullptr) return fail(MOTE_EINVAL, "mote_assistant_destroy: assistant is NULL");
+  if (!a->a.is_owner()) {
+    return fail(MOTE_ENOTOWNER, "mote_assistant_destroy: called from a thread other than the owner");
+  }
+  delete a;  // waits for the submitted tasks; never throws
+  return MOTE_OK;
+}
+
 MOTE_C_API const char* mote_strerror(mote_status status) {
   switch (status) {
     case MOTE_OK:
@@ -223,6 +319,8 @@ MOTE_C_API const char* mote_strerror(mote_status status) {
       return "object still in use";
     case MOTE_EINTERNAL:
       return "internal error";
+    case MOTE_ENOTOWNER:
+      return "called from a thread that does not own the object";
   }
   return "unknown status";
 }
