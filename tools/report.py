@@ -161,9 +161,9 @@ def plan_jobs(registry, quick, only_suites, bin_dirs):
                 rinfo = registry["runtimes"][rt]
                 exe_name = f"bench_{suite['name']}_{rinfo['exe_suffix']}"
                 exe = find_exe(exe_name, bin_dirs)
-                for w in job["workers"]:
-                    if w != 1 and not rinfo.get("parallel", True):
-                        continue
+                # A serial runtime runs once, with 1 worker, whatever the job's counts.
+                workers = job["workers"] if rinfo.get("parallel", True) else [1]
+                for w in workers:
                     key = (suite["name"], job["kernel"], rt, w)
                     if exe is None:
                         skipped.append({"key": list(key), "reason": f"{exe_name} not built"})
@@ -360,8 +360,144 @@ def micro_derived(registry, idx, out_dir):
     return lines
 
 
+TINY_KERNELS = ["bc", "bfs", "cc", "pr", "sssp", "tc", "json"]
+TINY_SWEEP = [("sweep_0.1", 0.1), ("sweep_0.5", 0.5), ("sweep_1", 1.0), ("sweep_5", 5.0)]
+# The issue's figures for two tasks of 0.1 / 0.5 / 1 / 5 us (speedup over serial).
+TINY_QUOTED = {"best general runtime": [0.55, 1.31, 1.56, 1.91],
+               "hand-written SPSC assistant": [0.62, 1.58, 1.76, 1.93]}
+TINY_AIM = [0.75, 1.75, 1.85, 1.95]
+TINY_GEOMEAN_AIM = 1.5
+TINY_MOTE = ["mote_assistant", "mote"]
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    if not xs:
+        return None
+    prod = 1.0
+    for x in xs:
+        prod *= x
+    return prod ** (1.0 / len(xs))
+
+
+def tiny_speedups(registry, idx, kernels):
+    """{kernel: {runtime: serial median / runtime median}} for the tiny suite."""
+    out = {}
+    for k in kernels:
+        base = med(idx, "tiny", k, "serial", 1)
+        row = {}
+        for rt in registry["runtimes"]:
+            if rt == "serial":
+                continue
+            m = med(idx, "tiny", k, rt, 2)
+            if base and m:
+                row[rt] = base / m
+        out[k] = row
+    return out
+
+
+def tiny_derived(registry, idx, out_dir):
+    labels = {k: v["label"] for k, v in registry["runtimes"].items()}
+    rts = [rt for rt in registry["runtimes"] if rt != "serial"
+           and any(k[0] == "tiny" and k[2] == rt for k in idx)]
+    if not rts:
+        return []
+    peers = [rt for rt in rts if rt not in TINY_MOTE]
+    sp = tiny_speedups(registry, idx, TINY_KERNELS)
+    lines = ["### Speedup over serial, per kernel", "",
+             "Serial median ns per pair / runtime median ns per pair (higher is better; 1.0 = no "
+             "gain). `task` is one instance on one thread (half the serial pair), the size of each "
+             "task. Geometric means over the kernels; \"without negative outliers\" leaves out, per "
+             "runtime, the kernels on which it lost to serial (speedup < 1), as the study this suite "
+             "repeats does in its Fig. 4. The last column compares the better mote variant with the "
+             "best peer on that kernel.", ""]
+    head = "| kernel | task (us) | " + " | ".join(labels[rt] for rt in rts) + " | mote >= best peer? |"
+    lines += [head, "|" + "---|" * (len(rts) + 3)]
+    for k in TINY_KERNELS:
+        base = med(idx, "tiny", k, "serial", 1)
+        if base is None:
+            continue
+        row = sp[k]
+        best = max(row.values()) if row else None
+        cells = []
+        for rt in rts:
+            v = row.get(rt)
+            cells.append("n/a" if v is None else (f"**{v:.2f}x**" if v == best else f"{v:.2f}x"))
+        mote_best = max((row[rt] for rt in TINY_MOTE if rt in row), default=None)
+        peer_best = max((row[rt] for rt in peers if rt in row), default=None)
+        verdict = "n/a" if mote_best is None or peer_best is None else (
+            "yes" if mote_best >= peer_best else f"**no** ({mote_best:.2f} vs {peer_best:.2f})")
+        lines.append(f"| {k} | {base / 2000:.2f} | " + " | ".join(cells) + f" | {verdict} |")
+    g_all, g_pos = [], []
+    for rt in rts:
+        vals = [sp[k][rt] for k in TINY_KERNELS if rt in sp.get(k, {})]
+        g_all.append(geomean(vals))
+        g_pos.append(geomean([v for v in vals if v >= 1.0]))
+    lines.append("| **geometric mean** | | " + " | ".join(fmt(g) + "x" if g else "n/a" for g in g_all) + " | |")
+    lines.append("| geometric mean without negative outliers | | " +
+                 " | ".join(fmt(g) + "x" if g else "n/a" for g in g_pos) + " | |")
+    lines.append("")
+    ga = dict(zip(rts, g_all))
+    best_mote_g = max((ga[rt] for rt in TINY_MOTE if ga.get(rt)), default=None)
+    lines.append(f"Aim: a tiny-kernel geometric mean of at least {TINY_GEOMEAN_AIM}x. Ours: "
+                 + ", ".join(f"{labels[rt]} {fmt(ga[rt])}x" for rt in TINY_MOTE if ga.get(rt))
+                 + (f" -> **{'met' if best_mote_g >= TINY_GEOMEAN_AIM else 'not met'}**." if best_mote_g else "."))
+    lines.append("")
+
+    ssp = tiny_speedups(registry, idx, [k for k, _ in TINY_SWEEP])
+    lines += ["### The synthetic sweep: two tasks of calibrated busy work", "",
+              "| task | " + " | ".join(labels[rt] for rt in rts) + " | quoted: best general runtime | "
+              "quoted: hand-written SPSC assistant | aim (mote) | met? |",
+              "|" + "---|" * (len(rts) + 5)]
+    for i, (k, us) in enumerate(TINY_SWEEP):
+        row = ssp.get(k, {})
+        if not row:
+            continue
+        cells = [f"{row[rt]:.2f}x" if rt in row else "n/a" for rt in rts]
+        mote_best = max((row[rt] for rt in TINY_MOTE if rt in row), default=None)
+        verdict = "n/a" if mote_best is None else ("yes" if mote_best >= TINY_AIM[i] else "**no**")
+        lines.append(f"| {us} us | " + " | ".join(cells) +
+                     f" | {TINY_QUOTED['best general runtime'][i]}x | "
+                     f"{TINY_QUOTED['hand-written SPSC assistant'][i]}x | >= {TINY_AIM[i]}x | {verdict} |")
+    rt_ns = med(idx, "tiny", "roundtrip", "serial", 1)
+    lines += ["", f"Cache-line round trip between the two cores, measured in this run: "
+              f"**{fmt(rt_ns)} ns** (the issue quotes 49 ns). A pair of tasks handed to another "
+              "thread costs at least one round trip (the task goes there, the news of its end "
+              "comes back), so tasks shorter than a few round trips cannot gain.", ""]
+    png = plot_tiny(registry, rts, sp, ssp, out_dir)
+    if png:
+        lines += [f"![tiny speedups]({png})", ""]
+    return lines
+
+
+def plot_tiny(registry, rts, sp, ssp, out_dir):
+    groups = [k for k in TINY_KERNELS if sp.get(k)] + [k for k, _ in TINY_SWEEP if ssp.get(k)]
+    if not groups:
+        return None
+    data = {**sp, **ssp}
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    width = 0.8 / len(rts)
+    for ri, rt in enumerate(rts):
+        xs = [gi + (ri - (len(rts) - 1) / 2) * width for gi, k in enumerate(groups) if rt in data[k]]
+        hs = [data[k][rt] for k in groups if rt in data[k]]
+        ax.bar(xs, hs, width, label=registry["runtimes"][rt]["label"],
+               color=registry["runtimes"][rt]["color"], edgecolor="black")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([g.replace("sweep_", "") + (" us" if g.startswith("sweep") else "") for g in groups])
+    ax.set_ylabel("speedup over serial")
+    ax.set_title("tiny: two tasks in parallel vs back to back (median; higher is better)", fontsize=9)
+    ax.legend(fontsize=7, ncol=3)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    name = "tiny_speedups.png"
+    fig.savefig(os.path.join(out_dir, name), dpi=110)
+    plt.close(fig)
+    return name
+
+
 # Suite name -> function(registry, index, out_dir) returning extra Markdown lines.
-DERIVED = {"micro": micro_derived}
+DERIVED = {"micro": micro_derived, "tiny": tiny_derived}
 
 
 # ---------------------------------------------------------------- plots

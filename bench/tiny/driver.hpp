@@ -1,0 +1,180 @@
+// The main() body every tiny variant shares: the study of tiny tasks on two
+// threads. Each iteration runs two instances of one kernel, on two identical
+// inputs, as a pair of tasks: in parallel through the variant's runtime, or
+// back to back on one thread (serial). A sample is the mean time of one pair
+// over --iters iterations (ns).
+//
+// A variant supplies an `env` with
+//   template <class Body> void region(Body&& body)   runs body (the whole
+//       timed loop) where the runtime can run tasks: on a worker, inside a
+//       parallel region, with the assistant awake
+//   template <class F, class G> void pair(F& f, G& g) runs f and g, possibly
+//       in parallel, and returns when both are done
+//
+// Kernels (--kernel):
+//   bc bfs cc pr sssp tc json   the tiny kernels (kernels.hpp); --iters (100000)
+//   sweep_0.1 sweep_0.5 sweep_1 sweep_5
+//                               two tasks of that many microseconds of
+//                               calibrated busy work; --iters (100000 / size)
+//   roundtrip                   ns for one cache line to go to the other core
+//                               and back (two threads pinned to CPUs 0 and 1,
+//                               ping-pong), the bound on any hand-off
+#pragma once
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../common/harness.hpp"
+#include "kernels.hpp"
+
+namespace mote_bench::tiny {
+
+inline bool pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+// Steps of busy() per nanosecond on this thread, from the median of a few runs.
+inline double busy_steps_per_ns() {
+  std::vector<double> rates;
+  for (int i = 0; i < 7; ++i) {
+    const std::int64_t steps = 2'000'000;
+    auto t0 = clock::now();
+    do_not_optimize(busy(static_cast<std::uint64_t>(i), steps));
+    const double ns = 1e9 * seconds_between(t0, clock::now());
+    rates.push_back(static_cast<double>(steps) / ns);
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+inline double roundtrip_ns(long count) {
+  alignas(128) static std::atomic<long> ping{0};
+  alignas(128) static std::atomic<long> pong{0};
+  ping.store(0);
+  pong.store(0);
+  std::thread other([count] {
+    pin_to(0);
+    for (long i = 1; i <= count; ++i) {
+      while (ping.load(std::memory_order_acquire) != i) {
+      }
+      pong.store(i, std::memory_order_release);
+    }
+  });
+  pin_to(1);
+  auto t0 = clock::now();
+  for (long i = 1; i <= count; ++i) {
+    ping.store(i, std::memory_order_release);
+    while (pong.load(std::memory_order_acquire) != i) {
+    }
+  }
+  const double ns = 1e9 * seconds_between(t0, clock::now()) / static_cast<double>(count);
+  other.join();
+  return ns;
+}
+
+template <class Env>
+int run_suite(const options& o, std::string_view runtime_name, Env& env, const extras& info = {}) {
+  const long default_iters = o.quick ? 10000 : 100000;
+  std::vector<instance> inst;  // two instances, each 128-byte aligned, on the heap
+  inst.push_back(make_instance());
+  inst.push_back(make_instance());
+  instance& a = inst[0];
+  instance& b = inst[1];
+
+  for (const kernel_entry& k : kKernels) {
+    if (!o.wants(k.name)) continue;
+    const long iters = option_value(o, "--iters", default_iters);
+    instance check = make_instance();
+    const std::int64_t expected = k.fn(check);
+    record r{"tiny", k.name, runtime_name, o.workers, "ns", {}, expected, info};
+    r.extra.add("iters", std::int64_t{iters});
+    r.extra.add("vertices", std::int64_t{kVertices});
+    r.extra.add("directed_edges", a.g.directed_edges());
+    auto fa = [&a, &k] { a.result = k.fn(a); };
+    auto fb = [&b, &k] { b.result = k.fn(b); };
+    for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
+      double seconds = 0;
+      env.region([&] {
+        auto t0 = clock::now();
+        for (long i = 0; i < iters; ++i) env.pair(fa, fb);
+        seconds = seconds_between(t0, clock::now());
+      });
+      check_result(k.name, runtime_name, a.result, expected);
+      check_result(k.name, runtime_name, b.result, expected);
+      if (rep >= o.warmup) r.samples.push_back(1e9 * seconds / static_cast<double>(iters));
+    }
+    emit(r);
+  }
+
+  static constexpr std::pair<const char*, double> kSweep[] = {
+      {"sweep_0.1", 0.1}, {"sweep_0.5", 0.5}, {"sweep_1", 1.0}, {"sweep_5", 5.0}};
+  bool calibrated = false;
+  double steps_per_ns = 0;
+  for (const auto& [name, us] : kSweep) {
+    if (!o.wants(name)) continue;
+    if (!calibrated) {
+      steps_per_ns = busy_steps_per_ns();
+      calibrated = true;
+    }
+    // Start from the rate, then correct against the task itself, timed as it
+    // will run (short loops carry call and warm-up costs the rate hides).
+    auto steps = static_cast<std::int64_t>(us * 1000.0 * steps_per_ns + 0.5);
+    for (int round = 0; round < 4; ++round) {
+      std::vector<double> times;
+      for (int t = 0; t < 5; ++t) {
+        auto t0 = clock::now();
+        for (int i = 0; i < 2000; ++i) do_not_optimize(busy(1, steps));
+        times.push_back(1e9 * seconds_between(t0, clock::now()) / 2000.0);
+      }
+      std::sort(times.begin(), times.end());
+      const double measured = times[times.size() / 2];
+      steps = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(steps) * us * 1000.0 / measured + 0.5));
+    }
+    const long iters = option_value(o, "--iters", static_cast<long>(default_iters / std::max(1.0, us)));
+    std::uint64_t out_a = 0, out_b = 0;
+    auto fa = [&out_a, steps] { out_a = busy(1, steps); };
+    auto fb = [&out_b, steps] { out_b = busy(1, steps); };
+    // One task alone, here: the size the calibration reached.
+    auto t0 = clock::now();
+    for (int i = 0; i < 1000; ++i) fa();
+    const double task_ns = 1e9 * seconds_between(t0, clock::now()) / 1000.0;
+    record r{"tiny", name, runtime_name, o.workers, "ns", {}, iters, info};
+    r.extra.add("iters", std::int64_t{iters});
+    r.extra.add("task_us", us);
+    r.extra.add("steps", steps);
+    r.extra.add("task_ns_measured", task_ns);
+    for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
+      double seconds = 0;
+      env.region([&] {
+        auto t1 = clock::now();
+        for (long i = 0; i < iters; ++i) env.pair(fa, fb);
+        seconds = seconds_between(t1, clock::now());
+      });
+      if (out_a != out_b || out_a != busy(1, steps)) {
+        check_result(name, runtime_name, static_cast<std::int64_t>(out_a), static_cast<std::int64_t>(busy(1, steps)));
+      }
+      if (rep >= o.warmup) r.samples.push_back(1e9 * seconds / static_cast<double>(iters));
+    }
+    emit(r);
+  }
+
+  if (o.wants("roundtrip") && !o.kernel.empty()) {
+    record r{"tiny", "roundtrip", runtime_name, o.workers, "ns", {}, 0, info};
+    const long count = option_value(o, "--count", o.quick ? 100000 : 1000000);
+    for (int rep = 0; rep < o.reps; ++rep) r.samples.push_back(roundtrip_ns(count));
+    r.extra.add("count", std::int64_t{count});
+    emit(r);
+  }
+  return 0;
+}
+
+}  // namespace mote_bench::tiny
