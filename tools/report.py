@@ -15,7 +15,7 @@ Adding a suite is one entry in bench/suites.json (plus its executables in
 bench/CMakeLists.txt). Suite-specific derived tables (e.g. the per-spawn cost
 derived from fib) are optional functions in DERIVED below.
 
-  tools/report.py                 full run (about 5 minutes on 2 cores)
+  tools/report.py                 full run (about 15 minutes on 2 cores)
   tools/report.py --quick         smoke run: one round, few repetitions
   tools/report.py --from-json     redraw REPORT.md and plots from results.json
 
@@ -28,9 +28,11 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import matplotlib
@@ -159,7 +161,9 @@ def plan_jobs(registry, quick, only_suites, bin_dirs):
                 spec.update(job.get("quick", {}))
             for rt in job["runtimes"]:
                 rinfo = registry["runtimes"][rt]
-                exe_name = f"bench_{suite['name']}_{rinfo['exe_suffix']}"
+                # A job may run another suite's executables (the robust suite
+                # reruns fork_join and micro under other conditions).
+                exe_name = f"bench_{job.get('exe_suite', suite['name'])}_{rinfo['exe_suffix']}"
                 exe = find_exe(exe_name, bin_dirs)
                 # A serial runtime runs once, with 1 worker, whatever the job's counts.
                 workers = job["workers"] if rinfo.get("parallel", True) else [1]
@@ -181,36 +185,67 @@ def run_job(job, samples_so_far, timeout):
     # its first call warms everything, and a warm-up would double the cost.
     if budget and spec.get("unit") == "ms" and samples_so_far and statistics.median(samples_so_far) > budget:
         warmup = 0
-    cmd = [job["exe"], "--kernel", spec["kernel"], "--workers", str(job["workers"]),
+    cmd = [job["exe"], "--kernel", spec.get("kernel_cli", spec["kernel"]), "--workers", str(job["workers"]),
            "--reps", str(spec.get("reps", 5)), "--warmup", str(warmup)]
     if budget:
         cmd += ["--budget-ms", str(budget)]
     cmd += [str(a) for a in spec.get("args", [])]
+    env = dict(os.environ)
+    scratch = tempfile.mkdtemp(prefix="mote-bench-")
+    for k, v in spec.get("env", {}).items():
+        env[k] = v.replace("{scratch}", scratch)
+    scenario = spec.get("scenario", "plain")
+    copies = 2 if scenario == "two_processes" else 1
+    busy = None
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout} s: {' '.join(cmd)}"
+        if scenario == "busy_core":
+            # Another program, pinned to CPU 0, that never sleeps.
+            busy = subprocess.Popen(["taskset", "-c", "0", "/bin/sh", "-c", "while :; do :; done"])
+            time.sleep(0.05)
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                 for _ in range(copies)]
+        outs = []
+        for p in procs:
+            try:
+                outs.append(p.communicate(timeout=timeout))
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                return None, f"timed out after {timeout} s: {' '.join(cmd)}"
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     elapsed = time.monotonic() - t0
     records = []
-    for line in proc.stdout.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                return None, f"unparsable output line: {line[:200]}"
-    if proc.returncode != 0:
-        return None, (f"exit status {proc.returncode}: {' '.join(cmd)}\n"
-                      f"{proc.stderr.strip()[-1500:]}")
+    for p, (stdout, stderr) in zip(procs, outs):
+        if p.returncode != 0:
+            return None, (f"exit status {p.returncode}: {' '.join(cmd)}\n{stderr.strip()[-1500:]}")
+        for line in stdout.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    return None, f"unparsable output line: {line[:200]}"
     if not records:
         return None, f"no record printed: {' '.join(cmd)}"
+    if "kernel_cli" in spec or "exe_suite" in spec or copies > 1:
+        # Rerun of another suite's kernel: file it under this job's name; the
+        # two processes of one job pool their samples.
+        merged = dict(records[0])
+        merged["samples"] = [x for r in records for x in r["samples"]]
+        merged["suite"] = job["suite"]["name"]
+        merged["kernel"] = spec["kernel"]
+        records = [merged]
     return {"records": records, "seconds": elapsed, "cmd": cmd}, None
 
 
 def run_all(registry, args, bin_dirs):
     jobs, skipped = plan_jobs(registry, args.quick, args.suite, bin_dirs)
-    rounds = args.rounds or (1 if args.quick else 5)
+    rounds = args.rounds or (1 if args.quick else 3)
     results = {}   # key -> record with accumulated samples
     failures = []
     failed_keys = set()
@@ -496,8 +531,109 @@ def plot_tiny(registry, rts, sp, ssp, out_dir):
     return name
 
 
+ROBUST_SCENARIOS = [("quiet", 2), ("oversubscribed", 4), ("oversubscribed", 8), ("oversubscribed", 32),
+                    ("two_processes", 2), ("busy_core", 2)]
+ROBUST_AIM = 1.5   # 8 workers on 2 cores within 1.5x of 2 workers
+
+
+def robust_derived(registry, idx, out_dir):
+    labels = {k: v["label"] for k, v in registry["runtimes"].items()}
+    rts = [rt for rt in registry["runtimes"] if any(k[0] == "robust" and k[2] == rt for k in idx)]
+    if not rts:
+        return []
+    lines = ["### Each scenario against the same runtime's quiet 2-worker time", "",
+             "Median time of the scenario / median time of the quiet 2-worker run of the same "
+             "runtime and kernel (1.0 = unaffected; two_processes and busy_core share the two cores "
+             "with another program, so about 2x is the fair share).", ""]
+    for kernel in ("fib", "nqueens"):
+        head = f"| {kernel} | " + " | ".join(labels[rt] for rt in rts) + " |"
+        lines += [head, "|" + "---|" * (len(rts) + 1)]
+        for sc, w in ROBUST_SCENARIOS:
+            cells = []
+            for rt in rts:
+                base = med(idx, "robust", f"{kernel}_quiet", rt, 2)
+                m = med(idx, "robust", f"{kernel}_{sc}", rt, w)
+                if m is None:
+                    cells.append("n/a")
+                elif sc == "quiet":
+                    cells.append(f"{fmt(m)} ms")
+                else:
+                    cells.append(f"{fmt(m)} ms ({fmt(m / base)}x)" if base else f"{fmt(m)} ms")
+            lines.append(f"| {sc}, {w} workers | " + " | ".join(cells) + " |")
+        lines.append("")
+    verdicts = []
+    for kernel in ("fib", "nqueens"):
+        base = med(idx, "robust", f"{kernel}_quiet", "mote", 2)
+        m8 = med(idx, "robust", f"{kernel}_oversubscribed", "mote", 8)
+        if base and m8:
+            verdicts.append(f"{kernel}: {fmt(m8 / base)}x ({'met' if m8 / base <= ROBUST_AIM else '**not met**'})")
+    if verdicts:
+        lines += [f"Aim: mote with 8 workers on 2 cores within {ROBUST_AIM}x of 2 workers. " + "; ".join(verdicts) + ".", ""]
+    # What tracing and statistics cost.
+    rows = []
+    for name, kernel, unit, ws in (("fib(32)", "fib32", "ms", (1, 2)), ("spawn loop", "spawn", "ns", (1,))):
+        for w in ws:
+            off = med(idx, "robust", f"{kernel}_off", "mote", w)
+            cells = [f"{fmt(off)} {unit}" if off else "n/a"]
+            for mode in ("stats", "trace"):
+                m = med(idx, "robust", f"{kernel}_{mode}", "mote", w)
+                cells.append(f"{fmt(m)} {unit} ({fmt(m / off)}x)" if m and off else "n/a")
+            rows.append(f"| {name}, {w} worker{'s' if w > 1 else ''} | " + " | ".join(cells) + " |")
+    if rows:
+        lines += ["### What statistics and tracing cost (mote)", "",
+                  "Off: neither variable set (the event sites cost one untaken branch per join; "
+                  "docs/tracing.md has the instruction count). MOTE_STATS=1 and MOTE_TRACE=<file> "
+                  "switch every join to the instrumented copy; the trace writes three records per "
+                  "join (spawn, task begin, task end).", "",
+                  "| measure | off | MOTE_STATS=1 | MOTE_TRACE |", "|---|---|---|---|"] + rows + [""]
+    return lines
+
+
+def make_traces(bin_dirs, out_dir):
+    """Traces of a fork-join and a task-group run, for the report's timeline plots."""
+    exe = find_exe("bench_fork_join_mote", bin_dirs)
+    made = []
+    if exe is None:
+        return made
+    for name, args in (("trace_fib", ["--kernel", "fib", "--fib-n", "24"]),
+                       ("trace_group", ["--kernel", "nqueens", "--nqueens-n", "9"])):
+        path = os.path.join(out_dir, f"{name}.json")
+        env = dict(os.environ, MOTE_TRACE=path)
+        proc = subprocess.run([exe, "--workers", "2", "--reps", "1", "--warmup", "0"] + args,
+                              env=env, capture_output=True, text=True, timeout=120)
+        if proc.returncode == 0 and os.path.exists(path):
+            made.append(name)
+    return made
+
+
+def tracing_section(out_dir):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import trace_timeline  # noqa: E402 (tools/trace_timeline.py)
+    lines = []
+    for name, title in (("trace_fib", "fib(24) on 2 workers, MOTE_TRACE"),
+                        ("trace_group", "nqueens(9) (task groups) on 2 workers, MOTE_TRACE")):
+        path = os.path.join(out_dir, f"{name}.json")
+        if not os.path.exists(path):
+            continue
+        ok, msgs, summary = trace_timeline.check_trace(path)
+        trace_timeline.draw(path, os.path.join(out_dir, f"{name}.png"), title)
+        if not lines:
+            lines = ["## Tracing", "",
+                     "Traces written by `MOTE_TRACE` while the fork-join executable ran once, checked "
+                     "(`tools/trace_timeline.py --check`: valid JSON, every event complete, spans nested "
+                     "per thread) and drawn by `tools/trace_timeline.py`: one row per thread, tasks as "
+                     "bars (nested ones inside), waits hatched, parks grey, steals as marks. The JSON "
+                     "files are beside this report; open them in https://ui.perfetto.dev.", ""]
+        counts = ", ".join(f"{k}: {v}" for k, v in summary.items() if k != "otherData")
+        lines += [f"### {title}", "",
+                  f"Valid: **{'yes' if ok else 'no: ' + '; '.join(msgs[:3])}**. Events: {counts}; "
+                  f"lost to wrapping: {summary.get('otherData', {}).get('events_lost', 'n/a')}.", "",
+                  f"![{name}]({name}.png)", ""]
+    return lines
+
+
 # Suite name -> function(registry, index, out_dir) returning extra Markdown lines.
-DERIVED = {"micro": micro_derived, "tiny": tiny_derived}
+DERIVED = {"micro": micro_derived, "tiny": tiny_derived, "robust": robust_derived}
 
 
 # ---------------------------------------------------------------- plots
@@ -711,6 +847,7 @@ def write_report(registry, data, out_dir):
         if suite["name"] in DERIVED:
             lines += DERIVED[suite["name"]](registry, idx, out_dir)
     lines += callgrind_section(registry, out_dir)
+    lines += tracing_section(out_dir)
     if data["failures"] or data["skipped"]:
         lines += ["## Failures and skipped jobs", ""]
         for f in data["failures"]:
@@ -727,7 +864,7 @@ def write_report(registry, data, out_dir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run: one round, few repetitions")
-    ap.add_argument("--rounds", type=int, default=0, help="rounds (default 5; 1 with --quick)")
+    ap.add_argument("--rounds", type=int, default=0, help="rounds (default 3; 1 with --quick)")
     ap.add_argument("--registry", default=DEFAULT_REGISTRY)
     ap.add_argument("--bin-dir", action="append", default=None,
                     help="where the bench_* executables are (repeatable; default: build/bench/bench/bin "
@@ -735,13 +872,20 @@ def main():
     ap.add_argument("--out-dir", default=DEFAULT_OUT)
     ap.add_argument("--suite", action="append", default=None, help="run only this suite (repeatable)")
     ap.add_argument("--timeout", type=int, default=180, help="seconds before one process is killed")
-    ap.add_argument("--max-minutes", type=float, default=9.0,
-                    help="start no round that would end the run after this many minutes (default 9)")
+    ap.add_argument("--max-minutes", type=float, default=18.0,
+                    help="start no round that would end the run after this many minutes (default 18)")
     ap.add_argument("--from-json", action="store_true", help="only redraw the report from results.json")
     args = ap.parse_args()
 
     with open(args.registry) as f:
         registry = json.load(f)
+    # A job with "as_kernel" runs kernel "kernel" of its executable and is filed
+    # (and drawn) under the other name.
+    for suite in registry["suites"]:
+        for job in suite["jobs"]:
+            if "as_kernel" in job:
+                job["kernel_cli"] = job["kernel"]
+                job["kernel"] = job["as_kernel"]
     os.makedirs(args.out_dir, exist_ok=True)
     results_path = os.path.join(args.out_dir, "results.json")
 
@@ -757,6 +901,7 @@ def main():
         except OSError:
             pass
         data = {"machine": machine, "quick": args.quick, "bin_dirs": bin_dirs, **data}
+        data["traces"] = make_traces(bin_dirs, args.out_dir)
         with open(results_path, "w") as f:
             json.dump(data, f, indent=1)
     write_report(registry, data, args.out_dir)
