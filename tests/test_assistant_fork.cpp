@@ -43,6 +43,12 @@ long fib(int n) {
 // did not end within the limit (a hang is a failure, not a stuck test).
 template <class F>
 int in_child(F child) {
+  // Let the workers and assistants go idle (past their spin windows) first.
+  // glibc's malloc is safe across fork() whatever other threads do, but the
+  // AddressSanitizer allocator is not: a thread of ours caught inside free()
+  // at the fork leaves its lock held in the child. Parked threads allocate
+  // nothing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const pid_t pid = fork();
   if (pid == 0) _exit(child());
   if (pid < 0) return -2;
