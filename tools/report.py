@@ -511,9 +511,50 @@ def tiny_derived(registry, idx, out_dir):
               f"**{fmt(rt_ns)} ns** median (the issue quotes 49 ns).{per_run} A pair of tasks handed "
               "to another thread costs at least one round trip (the task goes there, the news of "
               "its end comes back), so tasks shorter than a few round trips cannot gain.", ""]
+    lines += tiny_per_round(registry, idx, rts)
     png = plot_tiny(registry, rts, sp, ssp, out_dir)
     if png:
         lines += [f"![tiny speedups]({png})", ""]
+    return lines
+
+
+def round_medians(rec):
+    """The median of each round's samples of one record (rounds in run order)."""
+    if not rec or not rec.get("runs"):
+        return []
+    n = len(rec["samples"]) // rec["runs"]
+    if n == 0 or n * rec["runs"] != len(rec["samples"]):
+        return []
+    return [statistics.median(rec["samples"][i * n:(i + 1) * n]) for i in range(rec["runs"])]
+
+
+def tiny_per_round(registry, idx, rts):
+    """Speedups computed within each round, beside that round's round trip:
+    the pooled medians above mix rounds in which the host behaved differently."""
+    labels = {k: v["label"] for k, v in registry["runtimes"].items()}
+    rt_rounds = round_medians(idx.get(("tiny", "roundtrip", "serial", 1)))
+    if len(rt_rounds) < 2:
+        return []
+    def speedup(kernel, rt, r):
+        base = round_medians(idx.get(("tiny", kernel, "serial", 1)))
+        mine = round_medians(idx.get(("tiny", kernel, rt, 2)))
+        return base[r] / mine[r] if r < len(base) and r < len(mine) and mine[r] else None
+    lines = ["### The same, round by round", "",
+             "Each round runs every job once, in turn, so the speedups of one round were measured "
+             "under that round's conditions. Per round: the round trip, each runtime's speedup for "
+             "the sweep's four sizes (0.1 / 0.5 / 1 / 5 us) and the geometric mean over the seven "
+             "kernels.", "",
+             "| round | round trip (ns) | " + " | ".join(labels[rt] for rt in rts) + " |",
+             "|" + "---|" * (len(rts) + 2)]
+    for r, rt_ns in enumerate(rt_rounds):
+        cells = []
+        for rt in rts:
+            sw = [speedup(k, rt, r) for k, _ in TINY_SWEEP]
+            g = geomean([speedup(k, rt, r) for k in TINY_KERNELS])
+            cells.append(" / ".join("n/a" if v is None else f"{v:.2f}" for v in sw) +
+                         f"; geomean {fmt(g)}")
+        lines.append(f"| {r + 1} | {rt_ns:.0f} | " + " | ".join(cells) + " |")
+    lines.append("")
     return lines
 
 
