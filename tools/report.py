@@ -15,7 +15,7 @@ Adding a suite is one entry in bench/suites.json (plus its executables in
 bench/CMakeLists.txt). Suite-specific derived tables (e.g. the per-spawn cost
 derived from fib) are optional functions in DERIVED below.
 
-  tools/report.py                 full run (about 15 minutes on 2 cores)
+  tools/report.py                 full run (about 7 minutes on 2 cores)
   tools/report.py --quick         smoke run: one round, few repetitions
   tools/report.py --from-json     redraw REPORT.md and plots from results.json
 
