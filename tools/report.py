@@ -381,7 +381,8 @@ def targets_section(registry, idx):
 
 def micro_derived(registry, idx, out_dir):
     labels = {k: v["label"] for k, v in registry["runtimes"].items()}
-    rows = spawn_costs(registry, idx)
+    rows = [r for r in spawn_costs(registry, idx)
+            if any(r[k] is not None for k in ("loop_1w", "loop_2w", "fib_derived_1w"))]
     lines = ["### Spawn+join cost (ns per spawn)", "",
              "`loop`: the empty spawn+join loop of the micro suite, median. `from fib`: "
              "(median fib(32) on 1 worker - median serial fib(32)) / number of spawns, the spawns "
