@@ -81,6 +81,18 @@ inline double roundtrip_ns(long count) {
   return ns;
 }
 
+// Seconds that `iters` pairs (fa, fb) take, timed inside the runtime's region.
+template <class Env, class FA, class FB>
+double time_pairs(Env& env, FA& fa, FB& fb, long iters) {
+  double seconds = 0;
+  env.region([&] {
+    auto t0 = clock::now();
+    for (long i = 0; i < iters; ++i) env.pair(fa, fb);
+    seconds = seconds_between(t0, clock::now());
+  });
+  return seconds;
+}
+
 template <class Env>
 int run_suite(const options& o, std::string_view runtime_name, Env& env, const extras& info = {}) {
   const long default_iters = o.quick ? 10000 : 100000;
@@ -102,12 +114,7 @@ int run_suite(const options& o, std::string_view runtime_name, Env& env, const e
     auto fa = [&a, &k] { a.result = k.fn(a); };
     auto fb = [&b, &k] { b.result = k.fn(b); };
     for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
-      double seconds = 0;
-      env.region([&] {
-        auto t0 = clock::now();
-        for (long i = 0; i < iters; ++i) env.pair(fa, fb);
-        seconds = seconds_between(t0, clock::now());
-      });
+      const double seconds = time_pairs(env, fa, fb, iters);
       check_result(k.name, runtime_name, a.result, expected);
       check_result(k.name, runtime_name, b.result, expected);
       if (rep >= o.warmup) r.samples.push_back(1e9 * seconds / static_cast<double>(iters));
@@ -153,12 +160,7 @@ int run_suite(const options& o, std::string_view runtime_name, Env& env, const e
     r.extra.add("steps", steps);
     r.extra.add("task_ns_measured", task_ns);
     for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
-      double seconds = 0;
-      env.region([&] {
-        auto t1 = clock::now();
-        for (long i = 0; i < iters; ++i) env.pair(fa, fb);
-        seconds = seconds_between(t1, clock::now());
-      });
+      const double seconds = time_pairs(env, fa, fb, iters);
       if (out_a != out_b || out_a != busy(1, steps)) {
         check_result(name, runtime_name, static_cast<std::int64_t>(out_a), static_cast<std::int64_t>(busy(1, steps)));
       }
