@@ -59,7 +59,8 @@ struct runtime_options {
   // Give every worker a mote::assistant of its own (pinned to the worker's SMT
   // sibling, or the nearest CPU without a worker), reached from a task through
   // mote::this_worker_assistant(): coarse tasks go to workers, and each worker
-  // splits its task further with its assistant.
+  // splits its task further with its assistant. A worker whose assistant
+  // cannot start says so on stderr and runs without one (nullptr).
   bool assistants = false;
 };
 

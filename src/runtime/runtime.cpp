@@ -302,9 +302,11 @@ void runtime_impl::worker_main(unsigned index) {
     try {
       helper = std::make_unique<assistant>();
       self.assistant_ = helper.get();
-    } catch (...) {
+    } catch (const std::exception& e) {
       // Without an assistant this worker still runs its tasks; a task asking
-      // this_worker_assistant() gets nullptr and splits nothing.
+      // this_worker_assistant() gets nullptr and splits nothing. Say so once
+      // per worker rather than fail silently.
+      std::fprintf(stderr, "mote: worker %u runs without an assistant: %s\n", index, e.what());
     }
   }
 
