@@ -873,13 +873,13 @@ def write_report(registry, data, out_dir):
     lines.append(f"| load average (1, 5, 15 min) at start / end | {m.get('loadavg_start')} / {m.get('loadavg_end')} |")
     lines += ["", "## How this was measured", "",
               "Every variant is its own executable (`bench/<suite>/<runtime>.cpp`), all compiled with "
-              "`-O3 -march=x86-64-v2`; the kernel bodies are shared (`bench/fork_join/kernels.hpp`), "
+              "`-O3 -march=x86-64-v2`; the kernel bodies of a suite are shared (`bench/<suite>/kernels.hpp`), "
               "only the parallel wrapper differs. The runner interleaves the runtimes round by round "
               "(each round runs every job once, in a rotated order), so all share the machine's noise; "
               "each process does its warm-up, then a few timed repetitions, and a row pools the "
               "samples of all rounds. `workers` is the number of threads the runtime may use "
-              "(mote: `runtime_options::num_workers`; oneTBB: `global_control` + `task_arena`; "
-              "OpenMP: `num_threads`). The machine is shared and noisy: read the medians, and the "
+              "(mote: `runtime_options::num_workers`; mote assistant: the owner thread and its "
+              "assistant; oneTBB: `global_control` + `task_arena`; OpenMP: `num_threads`). The machine is shared and noisy: read the medians, and the "
               "spread beside them.", ""]
     lines += targets_section(registry, idx)
     for suite in registry["suites"]:
