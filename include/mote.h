@@ -38,7 +38,11 @@ typedef enum mote_status {
   MOTE_ETASK = 4,         /* a task failed (a C++ exception escaped it); see mote_last_error() */
   MOTE_EBUSY = 5,         /* the object is still in use (pending tasks, for example) */
   MOTE_EINTERNAL = 6,     /* an unexpected failure inside mote; see mote_last_error() */
-  MOTE_ENOTOWNER = 7      /* a call that only the object's owner thread may make, from another */
+  MOTE_ENOTOWNER = 7,     /* a call that only the object's owner thread may make, from another */
+  MOTE_EUSAGE = 8,        /* a use that mote does not allow (a second concurrent wait on one
+                             group, a runtime created before fork() used in the child) */
+  MOTE_ECANCELED = 9      /* the group was cancelled: tasks that had not started did not run
+                             (the wait is done and the group reusable all the same) */
 } mote_status;
 
 typedef struct mote_runtime mote_runtime;
@@ -59,18 +63,85 @@ MOTE_C_API void mote_options_init(mote_options* options);
 
 /* Creates a runtime. options may be NULL. */
 MOTE_C_API mote_status mote_init(const mote_options* options, mote_runtime** out);
-/* Joins the workers and frees the runtime. */
+/* Joins the workers and frees the runtime. MOTE_EBUSY (and nothing freed)
+ * while task groups of it are not destroyed, MOTE_EUSAGE from a task of rt
+ * (a worker cannot join itself). */
 MOTE_C_API mote_status mote_finalize(mote_runtime* rt);
 MOTE_C_API unsigned mote_num_workers(const mote_runtime* rt);
 
-/* A task group on rt. */
+/* A task group on rt. Created inside a task of another group, it is bound to
+ * that group: cancelling the outer group (or a task of it failing) cancels
+ * this one too. Such a group must be destroyed before the task that created
+ * it returns. */
 MOTE_C_API mote_status mote_task_group_create(mote_runtime* rt, mote_task_group** out);
-/* Adds fn(arg) to the group. */
+/* Adds fn(arg) to the group. Any thread may spawn, including the group's own
+ * tasks; from a worker of the group's runtime the task goes on that worker's
+ * own pool. On failure nothing was added: MOTE_ENOMEM, or MOTE_EUSAGE for a
+ * runtime created before fork() (called in the child). */
 MOTE_C_API mote_status mote_task_group_spawn(mote_task_group* g, void (*fn)(void*), void* arg);
-/* Waits for every task of the group. MOTE_ETASK when one failed. */
+/* Waits for every task of the group, including those its tasks spawned. Any
+ * thread may wait, one at a time. MOTE_ETASK when a task failed (the first
+ * failure's message in mote_last_error()); MOTE_ECANCELED when the group was
+ * cancelled (by mote_task_group_cancel or through the group it is bound to)
+ * and tasks that had not started were skipped; in both cases the group is
+ * done and reusable all the same. MOTE_EUSAGE when another thread is waiting
+ * for the group already, a task of the group waits for it, or its tasks were
+ * left behind by fork(); then nothing was waited for. */
 MOTE_C_API mote_status mote_task_group_wait(mote_task_group* g);
-/* Frees a group; MOTE_EBUSY (and nothing freed) while tasks are pending. */
+/* Tasks of the group that have not started yet will not run, nor will those
+ * of the groups bound to it; running ones see mote_task_group_is_cancelled()
+ * and may stop early. The next wait returns MOTE_ECANCELED (MOTE_ETASK when
+ * a task failed) and ends the cancellation.
+ *
+ *   static void part(void* arg) {
+ *     struct job* j = arg;
+ *     if (mote_task_group_is_cancelled(j->group)) return;  // give up early
+ *     if (search(j) == FOUND) mote_task_group_cancel(j->group);
+ *   }
+ *   for (i = 0; i < n; ++i) mote_task_group_spawn(g, part, &jobs[i]);
+ *   mote_task_group_wait(g);   // the jobs that had not started did not run
+ */
+MOTE_C_API mote_status mote_task_group_cancel(mote_task_group* g);
+/* 1 when g is cancelled, directly or through the group it is bound to, else 0
+ * (0 for NULL, with MOTE_EINVAL recorded for mote_last_error()). */
+MOTE_C_API int mote_task_group_is_cancelled(const mote_task_group* g);
+/* Frees a group; MOTE_EBUSY (and nothing freed) while tasks are pending, that
+ * is, from a spawn until a wait that returned MOTE_OK or MOTE_ETASK. In a
+ * child process after fork() a group of a runtime created before it can
+ * always be destroyed: its tasks will never run there. */
 MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g);
+
+/* ---- Fork-join ---------------------------------------------------------------
+ *
+ *   struct fib_arg { int n; long result; };
+ *   static void fib(void* p) {
+ *     struct fib_arg* a = p;
+ *     if (a->n < 2) { a->result = a->n; return; }
+ *     struct fib_arg x = {a->n - 1, 0}, y = {a->n - 2, 0};
+ *     mote_join(fib, &x, fib, &y);        // on a worker: joins right there
+ *     a->result = x.result + y.result;
+ *   }
+ *   struct fib_arg top = {30, 0};
+ *   mote_status s = mote_run(rt, fib, &top);  // top.result == 832040
+ */
+
+/* Runs fn(arg) on a worker of rt and returns when it is done. Called from a
+ * worker of rt it simply calls fn(arg); from a worker of another runtime,
+ * that worker keeps running its own runtime's tasks meanwhile; any other
+ * thread sleeps. Any number of threads may call it at once. MOTE_ETASK when a
+ * C++ exception escaped fn (its message in mote_last_error()), MOTE_EUSAGE
+ * for a runtime created before fork() (called in the child). */
+MOTE_C_API mote_status mote_run(mote_runtime* rt, void (*fn)(void*), void* arg);
+/* Runs f(a) and g(b), possibly in parallel, and returns when both are done.
+ * On a worker (inside a task or mote_run) it joins there: g is offered to the
+ * other workers of that runtime and, when none took it, runs here after f,
+ * with no lock (and no atomic read-modify-write unless a thief had asked this
+ * worker to share). On any other thread it runs
+ * on the default runtime (options from the MOTE_* variables; MOTE_ECONFIG
+ * when they are wrong) and blocks until done; on an assistant thread it runs
+ * f, then g, right there. MOTE_ETASK when either threw a C++ exception (the
+ * first one's message in mote_last_error()); when f throws, g may not run. */
+MOTE_C_API mote_status mote_join(void (*f)(void*), void* a, void (*g)(void*), void* b);
 
 /* ---- The assistant: a helper thread owned by the thread that creates it --
  *
@@ -103,7 +174,10 @@ MOTE_C_API mote_status mote_assistant_create(const mote_assistant_options* optio
 /* Hands fn(arg) to the assistant (runs it here when the ring is full).
  * Owner only: MOTE_ENOTOWNER from another thread. */
 MOTE_C_API mote_status mote_assistant_submit(mote_assistant* a, void (*fn)(void*), void* arg);
-/* Waits for every task submitted so far. Owner only. */
+/* Waits for every task submitted so far. Owner only. MOTE_ETASK when one
+ * failed since the last wait (the first failure's message in
+ * mote_last_error()); MOTE_EUSAGE in a child process after fork() for an
+ * assistant created before it (its thread does not exist there). */
 MOTE_C_API mote_status mote_assistant_wait(mote_assistant* a);
 /* Wake the assistant ahead of a parallel section / let it sleep after one.
  * Any thread, any order. */

@@ -10,6 +10,29 @@ static void square(void* arg) {
   *v = *v * *v;
 }
 
+/* Squares two halves of an array with mote_join, inside mote_run. */
+struct halves {
+  long* values;
+  int n;
+  mote_status status;
+};
+
+static void square_range(void* arg) {
+  struct halves* h = (struct halves*)arg;
+  int i;
+  for (i = 0; i < h->n; ++i) square(&h->values[i]);
+}
+
+static void square_both_halves(void* arg) {
+  struct halves* all = (struct halves*)arg;
+  struct halves lo, hi;
+  lo.values = all->values;
+  lo.n = all->n / 2;
+  hi.values = all->values + lo.n;
+  hi.n = all->n - lo.n;
+  all->status = mote_join(square_range, &lo, square_range, &hi);
+}
+
 int main(void) {
   mote_options options;
   mote_runtime* rt = NULL;
@@ -44,6 +67,23 @@ int main(void) {
   if (mote_task_group_spawn(group, NULL, NULL) != MOTE_EINVAL) return 7;
   if (strlen(mote_last_error()) == 0) return 8;
   if (strcmp(mote_strerror((mote_status)99), "unknown status") != 0) return 9;
+  if (strcmp(mote_strerror(MOTE_EUSAGE), "unknown status") == 0) return 9;
+
+  /* mote_run on a worker, and mote_join there. */
+  {
+    struct halves all;
+    all.values = values;
+    all.n = 64;
+    all.status = MOTE_EINTERNAL;
+    for (i = 0; i < 64; ++i) values[i] = i;
+    if (mote_run(rt, square_both_halves, &all) != MOTE_OK) return 19;
+    if (all.status != MOTE_OK) return 20;
+    sum = 0;
+    for (i = 0; i < 64; ++i) sum += values[i];
+    if (sum != 63L * 64 * 127 / 6) return 21;
+    if (mote_run(NULL, square, NULL) != MOTE_EINVAL) return 22;
+    if (mote_join(NULL, NULL, square, NULL) != MOTE_EINVAL) return 23;
+  }
 
   if (mote_task_group_destroy(group) != MOTE_OK) return 10;
   if (mote_finalize(rt) != MOTE_OK) return 11;

@@ -15,17 +15,7 @@
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
-#  else
-constexpr bool kTsan = false;
-#  endif
-#else
-constexpr bool kTsan = false;
-#endif
+using mote_test::kTsan;
 
 // ThreadSanitizer cannot run a child that starts threads after a fork of a
 // multi-threaded process ("not supported", it dies); the release and ASan
@@ -33,35 +23,9 @@ constexpr bool kTsan = false;
 #define SKIP_UNDER_TSAN() \
   if (kTsan) GTEST_SKIP() << "ThreadSanitizer does not support threads started after fork()"
 
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = mote::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
+using mote_test::fib;
 
-// Runs child() in a forked process; returns its exit status, or -1 when it
-// did not end within the limit (a hang is a failure, not a stuck test).
-template <class F>
-int in_child(F child) {
-  // Let the workers and assistants go idle (past their spin windows) first.
-  // glibc's malloc is safe across fork() whatever other threads do, but the
-  // AddressSanitizer allocator is not: a thread of ours caught inside free()
-  // at the fork leaves its lock held in the child. Parked threads allocate
-  // nothing.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const pid_t pid = fork();
-  if (pid == 0) _exit(child());
-  if (pid < 0) return -2;
-  for (int i = 0; i < 6000; ++i) {
-    int status = 0;
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return -1;
-}
+using mote_test::in_child;
 
 TEST(AssistantFork, ChildIsToldAndCanStartAgain) {
   SKIP_UNDER_TSAN();
@@ -124,6 +88,47 @@ TEST(AssistantFork, WorkerAssistantsAndDefaultRuntimeInChild) {
   });
   EXPECT_EQ(status, 0);
   EXPECT_EQ(rt.run([] { return fib(15); }), mote_test::serial_fib(15));
+}
+
+// A spawn that cannot be handed in (the runtime was created before fork(),
+// so submit refuses) adds nothing: the group's count is as before, so wait()
+// and the destructor return instead of waiting forever, and the refused
+// closure is destroyed. A group whose tasks were still pending in the parent
+// cannot be waited in the child (usage_error), and is destroyed without a
+// wait: nothing in the child can run or touch its tasks.
+TEST(AssistantFork, GroupSpawnRefusedInChildLosesNothing) {
+  SKIP_UNDER_TSAN();
+  mote::runtime rt(mote::runtime_options{.num_workers = 2});
+  mote::task_group pending(rt);
+  std::atomic<bool> release{false};
+  pending.spawn([&release] {
+    while (!release.load()) std::this_thread::yield();
+  });
+  const int status = in_child([&] {
+    int code = 0;
+    {
+      mote::task_group g(rt);  // of the parent's runtime
+      const long before = mote_test::lifetime::live.load();
+      try {
+        mote_test::lifetime payload(1);
+        g.spawn([payload] { (void)payload; });
+        code |= 1;  // the spawn should have been refused
+      } catch (const mote::usage_error&) {
+      }
+      if (mote_test::lifetime::live.load() != before) code |= 2;  // the closure leaked
+      g.wait();  // nothing pending: returns
+    }  // and the destructor returns too
+    try {
+      pending.wait();
+      code |= 4;
+    } catch (const mote::usage_error& e) {
+      if (std::string(e.what()).find("fork") == std::string::npos) code |= 8;
+    }
+    return code;  // `pending` is destroyed by the parent only
+  });
+  EXPECT_EQ(status, 0);
+  release.store(true);
+  pending.wait();
 }
 
 }  // namespace

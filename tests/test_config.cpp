@@ -162,7 +162,7 @@ TEST_F(config_resolve, Defaults) {
   EXPECT_EQ(cfg.num_workers, 4u);
   EXPECT_EQ(cfg.worker_cpus, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(cfg.spin, std::chrono::microseconds(100));
-  EXPECT_EQ(cfg.deque_capacity, mote::detail::worker::kDefaultCapacity);
+  EXPECT_EQ(cfg.deque_capacity, mote::detail::split_deque::kDefaultCapacity);
   EXPECT_EQ(cfg.policy, mote::scheduler_policy::work_stealing);
 }
 

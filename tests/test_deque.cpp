@@ -1,6 +1,7 @@
 // The split deque protocol, driven directly: one owner pushes and pops while
 // thieves steal. Every task must be taken exactly once, by the owner's pop or
-// by one thief, whatever the interleaving.
+// by one thief, whatever the interleaving; a pop that fails names the thief
+// that took the task.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "mote/detail/split_deque.hpp"
 #include "mote/detail/worker.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "test_util.hpp"
@@ -17,11 +19,14 @@ namespace {
 
 using mote::detail::resolved_config;
 using mote::detail::runtime_impl;
+using mote::detail::split_deque;
 using mote::detail::task;
 using mote::detail::worker;
 
 struct counted_task : task {
+  std::uint32_t slot = 0;  // where the owner pushed it (written before the push)
   std::atomic<int> taken{0};
+  std::atomic<worker*> taken_by{nullptr};
 };
 
 void no_op(task*, worker&) noexcept {}
@@ -37,11 +42,13 @@ std::unique_ptr<runtime_impl> bare_runtime() {
 
 void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_t seed) {
   auto rt = bare_runtime();
-  worker owner(*rt, 0, capacity);
+  split_deque deque(rt.get(), capacity);
+  // Thieves mark the slots they empty with their worker's address.
   std::vector<std::unique_ptr<worker>> thief_workers;
   for (int i = 0; i < thieves; ++i) thief_workers.push_back(std::make_unique<worker>(*rt, i + 1, 64));
 
-  const long max_tasks = rounds * 48;
+  const long certain_phase = thieves > 0 ? 32 : 0;
+  const long max_tasks = rounds * 48 + certain_phase;
   std::vector<counted_task> tasks(static_cast<std::size_t>(max_tasks));
   for (auto& t : tasks) t.init(&no_op);
   std::atomic<bool> done{false};
@@ -50,53 +57,85 @@ void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_
   std::vector<std::thread> threads;
   for (int i = 0; i < thieves; ++i) {
     threads.emplace_back([&, i] {
-      worker& me = *thief_workers[i];
+      worker& me = *thief_workers[static_cast<std::size_t>(i)];
       while (!done.load(std::memory_order_acquire)) {
-        if (task* t = me.steal_from(owner)) {
-          static_cast<counted_task*>(t)->taken.fetch_add(1);
+        std::uint32_t index = 0;
+        if (task* t = deque.steal(me, &index)) {
+          auto* c = static_cast<counted_task*>(t);
+          EXPECT_EQ(c->slot, index) << "a steal reports the slot it took";
+          c->taken.fetch_add(1);
+          c->taken_by.store(&me);
           stolen.fetch_add(1);
         }
       }
     });
   }
 
-  std::mt19937_64 rng(seed);
   long next = 0;
   long popped = 0;
   long failed_pops = 0;
+  // Takes the top task back and checks what pop() says about it: nullptr and
+  // untaken, or the thief that really has it.
+  auto take_back = [&](counted_task* top) {
+    if (worker* thief = deque.pop()) {
+      ++failed_pops;
+      // The thief marked the slot before the pop could see it, and its
+      // record of the steal follows: wait for that record, then compare.
+      while (top->taken_by.load() == nullptr) std::this_thread::yield();
+      EXPECT_EQ(top->taken_by.load(), thief) << "a failed pop names the thief";
+    } else {
+      top->taken.fetch_add(1);
+      ++popped;
+    }
+  };
+
+  // First, a phase that makes stealing certain: push, then answer share
+  // requests (the thieves ask when they find nothing shared) until one task
+  // is gone. Nothing here depends on timing; a broken share or steal path
+  // hangs this loop, and the test's timeout reports it.
+  if (thieves > 0) {
+    std::vector<counted_task*> stack;
+    for (long i = 0; i < certain_phase; ++i) {
+      counted_task* t = &tasks[static_cast<std::size_t>(next++)];
+      t->slot = deque.depth();
+      ASSERT_TRUE(deque.push(t));
+      stack.push_back(t);
+    }
+    while (stolen.load() == 0) {
+      deque.share_if_asked();
+      std::this_thread::yield();
+    }
+    while (!stack.empty()) {
+      take_back(stack.back());
+      stack.pop_back();
+    }
+    ASSERT_EQ(deque.depth(), 0u);
+    EXPECT_GT(stolen.load(), 0) << "the thieves took nothing";
+  }
+
+  std::mt19937_64 rng(seed);
   for (long r = 0; r < rounds && next < max_tasks; ++r) {
     // Nested push/pop sequences of random depth, like a recursive join.
     const int depth = 1 + static_cast<int>(rng() % 47);
     std::vector<counted_task*> stack;
     for (int d = 0; d < depth && next < max_tasks; ++d) {
       counted_task* t = &tasks[static_cast<std::size_t>(next++)];
-      if (!owner.push(t)) {
+      t->slot = deque.depth();
+      if (!deque.push(t)) {
         t->taken.fetch_add(1);  // full: the caller runs it itself
         continue;
       }
       stack.push_back(t);
-      if (rng() % 4 == 0 && !stack.empty()) {  // an inner join completes early
-        counted_task* top = stack.back();
+      if (rng() % 4 == 0) {  // an inner join completes early
+        take_back(stack.back());
         stack.pop_back();
-        if (owner.pop()) {
-          top->taken.fetch_add(1);
-          ++popped;
-        } else {
-          ++failed_pops;
-        }
       }
     }
     while (!stack.empty()) {
-      counted_task* top = stack.back();
+      take_back(stack.back());
       stack.pop_back();
-      if (owner.pop()) {
-        top->taken.fetch_add(1);
-        ++popped;
-      } else {
-        ++failed_pops;
-      }
     }
-    ASSERT_EQ(owner.depth(), 0u);
+    ASSERT_EQ(deque.depth(), 0u);
   }
   done.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
@@ -105,8 +144,7 @@ void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_
   for (long i = 0; i < next; ++i) {
     ASSERT_EQ(tasks[static_cast<std::size_t>(i)].taken.load(), 1) << "task " << i;
   }
-  // Not asserted (timing-dependent), but reported: how much the thieves got.
-  std::printf("pushed %ld, owner took %ld, thieves took %ld\n", next, popped, stolen.load());
+  if (thieves == 0) EXPECT_EQ(stolen.load(), 0);
 }
 
 TEST(Deque, OwnerAloneTakesEverythingBack) { run_protocol(0, 2000, 1u << 10, mote_test::test_seed()); }
@@ -125,33 +163,51 @@ TEST(Deque, SmallCapacityNeverLosesWork) {
 
 TEST(Deque, PushFailsOnlyWhenFull) {
   auto rt = bare_runtime();
-  worker w(*rt, 0, 64);
+  split_deque d(rt.get(), 64);
   std::vector<counted_task> tasks(65);
   for (auto& t : tasks) t.init(&no_op);
-  for (int i = 0; i < 64; ++i) ASSERT_TRUE(w.push(&tasks[i]));
-  EXPECT_FALSE(w.push(&tasks[64]));
-  EXPECT_EQ(w.depth(), 64u);
-  for (int i = 63; i >= 0; --i) {
-    ASSERT_EQ(w.top(), &tasks[i]);
-    ASSERT_TRUE(w.pop());
-  }
-  EXPECT_EQ(w.depth(), 0u);
+  for (int i = 0; i < 64; ++i) ASSERT_TRUE(d.push(&tasks[static_cast<std::size_t>(i)]));
+  EXPECT_FALSE(d.push(&tasks[64]));
+  EXPECT_EQ(d.depth(), 64u);
+  for (int i = 63; i >= 0; --i) ASSERT_EQ(d.pop_any(), &tasks[static_cast<std::size_t>(i)]);
+  EXPECT_EQ(d.pop_any(), nullptr);
+  EXPECT_EQ(d.depth(), 0u);
 }
 
 TEST(Deque, StealTakesOldestAfterShareRequest) {
   auto rt = bare_runtime();
-  worker owner(*rt, 0, 64);
+  split_deque owner(rt.get(), 64);
   worker thief(*rt, 1, 64);
   std::vector<counted_task> tasks(8);
   for (auto& t : tasks) t.init(&no_op);
+  std::uint32_t index = 99;
   ASSERT_TRUE(owner.push(&tasks[0]));
   // Nothing shared yet: the steal fails and asks the owner to share.
-  EXPECT_EQ(thief.steal_from(owner), nullptr);
+  EXPECT_EQ(owner.steal(thief, &index), nullptr);
   // The next push answers the request by sharing the older half.
   ASSERT_TRUE(owner.push(&tasks[1]));
-  EXPECT_EQ(thief.steal_from(owner), &tasks[0]);
-  EXPECT_TRUE(owner.pop());   // tasks[1], private
-  EXPECT_FALSE(owner.pop());  // tasks[0], stolen
+  EXPECT_EQ(owner.steal(thief, &index), &tasks[0]);
+  EXPECT_EQ(index, 0u);
+  EXPECT_EQ(owner.pop(), nullptr);  // tasks[1], private
+  EXPECT_EQ(owner.pop(), &thief);   // tasks[0], stolen: the pop names the thief
+  EXPECT_EQ(owner.depth(), 0u);
+  EXPECT_EQ(owner.counts().stolen_pops, 1u);
+}
+
+TEST(Deque, PopAnySkipsStolenTasks) {
+  auto rt = bare_runtime();
+  split_deque owner(rt.get(), 64);
+  worker thief(*rt, 1, 64);
+  std::vector<counted_task> tasks(4);
+  for (auto& t : tasks) t.init(&no_op);
+  std::uint32_t index = 0;
+  ASSERT_TRUE(owner.push(&tasks[0]));
+  EXPECT_EQ(owner.steal(thief, &index), nullptr);  // asks to share
+  ASSERT_TRUE(owner.push(&tasks[1]));               // shares tasks[0]
+  ASSERT_EQ(owner.steal(thief, &index), &tasks[0]);
+  // The owner takes what is left, newest first, past the stolen one.
+  EXPECT_EQ(owner.pop_any(), &tasks[1]);
+  EXPECT_EQ(owner.pop_any(), nullptr);
   EXPECT_EQ(owner.depth(), 0u);
 }
 

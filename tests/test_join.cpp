@@ -4,15 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "mote/mote.hpp"
+#include "runtime/runtime_impl.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -20,18 +23,9 @@ namespace {
 using mote_test::scaled;
 using mote_test::serial_fib;
 
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = mote::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
+using mote_test::fib;
 
-mote::runtime_options workers(unsigned n) {
-  mote::runtime_options o;
-  o.num_workers = n;
-  o.spin = std::chrono::microseconds(20);
-  return o;
-}
+using mote_test::workers;
 
 class JoinOnWorkers : public ::testing::TestWithParam<unsigned> {};
 
@@ -215,6 +209,103 @@ TEST(Join, ConcurrentCallersFromOutside) {
   }
   for (auto& t : callers) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// Makes g run on another worker: f keeps making tiny joins, and each of
+// their pushes answers an idle thief's request to share, which shares g (the
+// older task) and lets the thief take it. f returns once g has started.
+template <class G>
+auto join_with_g_stolen(G&& g) {
+  std::atomic<bool> started{false};
+  const int me = mote::runtime::current_worker_index();
+  std::atomic<int> where{-1};
+  auto result = mote::join(
+      [&] {
+        while (!started.load()) mote::join([] {}, [] {});
+        return 0;
+      },
+      [&]() -> decltype(auto) {
+        where.store(mote::runtime::current_worker_index());
+        started.store(true);
+        return g();
+      });
+  EXPECT_NE(where.load(), me) << "g ran on the joining worker";
+  return result;
+}
+
+TEST(Join, ReferencesComeBackAsReferences) {
+  mote::runtime rt(workers(2));
+  rt.run([] {
+    int x = 1, y = 2;
+    auto [a, b] = mote::join([&]() -> int& { return x; }, [&]() -> int& { return y; });
+    static_assert(std::is_same_v<decltype(mote::join([&]() -> int& { return x; }, [] {})),
+                                 std::pair<int&, mote::empty>>);
+    EXPECT_EQ(&a, &x);
+    EXPECT_EQ(&b, &y);
+    // A stolen g hands its reference back through the thief.
+    auto [c, d] = join_with_g_stolen([&]() -> int& { return y; });
+    (void)c;
+    EXPECT_EQ(&d, &y);
+  });
+  int z = 5;
+  int& r = rt.run([&]() -> int& { return z; });  // from outside: through the injection queue
+  EXPECT_EQ(&r, &z);
+  const std::string s = "text";
+  const std::string& cr = rt.run([&]() -> const std::string& { return s; });
+  EXPECT_EQ(&cr, &s);
+}
+
+// A join whose partner was stolen and runs longer than the spin window parks,
+// and the thief's finish() wakes it with the result. The join's worker counts
+// the sleep (wait_parks), so the test knows the park path ran.
+TEST(Join, StolenPartnerLongerThanTheSpinWindowParksAndWakes) {
+  mote::runtime rt(workers(2));  // spin: 20 us
+  for (int rep = 0; rep < 3; ++rep) {
+    const int joiner = rt.run([] {
+      auto [a, b] = join_with_g_stolen([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        return 42;
+      });
+      EXPECT_EQ(a, 0);
+      EXPECT_EQ(b, 42);
+      return mote::runtime::current_worker_index();
+    });
+    ASSERT_GE(joiner, 0);
+  }
+  std::uint64_t parks = 0;
+  auto& impl = mote::detail::runtime_access::impl(rt);
+  for (unsigned i = 0; i < impl.num_workers(); ++i) parks += impl.worker_at(i).stats().wait_parks;
+  EXPECT_GE(parks, 3u) << "the joins never parked";
+}
+
+// On an assistant thread, join and parallel_invoke run their callables in
+// place, one after the other: handing them to a runtime would add a round
+// trip to the wait of the assistant's owner, and with a one-worker runtime
+// whose worker is that owner, never finish.
+TEST(Join, OnAnAssistantThreadRunsInPlace) {
+  mote::runtime_options o = workers(1);
+  o.assistants = true;
+  mote::runtime rt(o);
+  std::thread::id assistant_thread, f_thread, g_thread, h_thread;
+  int sum = 0;
+  const bool had_assistant = rt.run([&] {
+    mote::assistant* a = mote::this_worker_assistant();
+    if (a == nullptr) return false;
+    a->submit([&] {
+      assistant_thread = std::this_thread::get_id();
+      auto [x, y] = mote::join([&] { f_thread = std::this_thread::get_id(); return 1; },
+                               [&] { g_thread = std::this_thread::get_id(); return 2; });
+      mote::parallel_invoke([&] { h_thread = std::this_thread::get_id(); }, [] {}, [] {});
+      sum = x + y;
+    });
+    a->wait();
+    return true;
+  });
+  if (!had_assistant) GTEST_SKIP() << "the worker's assistant could not start here";
+  EXPECT_EQ(sum, 3);
+  EXPECT_EQ(f_thread, assistant_thread);
+  EXPECT_EQ(g_thread, assistant_thread);
+  EXPECT_EQ(h_thread, assistant_thread);
 }
 
 }  // namespace

@@ -33,11 +33,7 @@ namespace {
 
 std::string self_path;
 
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = mote::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
+using mote_test::fib;
 
 // A random tree of task groups: each node spawns 0..4 children and adds up
 // their values; the serial twin walks the same tree.

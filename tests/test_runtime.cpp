@@ -18,38 +18,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = mote::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
+using mote_test::fib;
 
-mote::runtime_options workers(unsigned n, std::chrono::microseconds spin = 20us) {
-  mote::runtime_options o;
-  o.num_workers = n;
-  o.spin = spin;
-  return o;
-}
+using mote_test::workers;
 
-// Sets an environment variable for one scope.
-struct scoped_env {
-  std::string name;
-  std::string old;
-  bool had;
-  scoped_env(const char* n, const char* v) : name(n) {
-    const char* o = std::getenv(n);
-    had = o != nullptr;
-    if (had) old = o;
-    setenv(n, v, 1);
-  }
-  ~scoped_env() {
-    if (had) {
-      setenv(name.c_str(), old.c_str(), 1);
-    } else {
-      unsetenv(name.c_str());
-    }
-  }
-};
+using mote_test::scoped_env;
 
 TEST(Runtime, OptionsAreHonoured) {
   mote::runtime rt(workers(3, 75us));
@@ -187,6 +160,66 @@ TEST(Runtime, IdleWorkersPark) {
   EXPECT_LT(used, 0.25) << "idle runtime used " << used << " CPU seconds in 1 s";
   // And it wakes up for new work.
   EXPECT_EQ(rt.run([] { return fib(15); }), 610);
+}
+
+// A worker of A calls B.run(f), and f calls back into A. A has one worker,
+// the one waiting in B.run: it keeps running A's tasks while it waits, so the
+// call back runs. (It used to block without helping: a deadlock.) A deadline
+// turns a regression into a failure instead of a hang.
+TEST(Runtime, CallIntoAnotherRuntimeAndBack) {
+  mote::runtime a(workers(1));
+  mote::runtime b(workers(1));
+  std::atomic<bool> done{false};
+  long result = 0;
+  std::thread caller([&] {
+    result = a.run([&] {
+      return b.run([&] { return a.run([] { return fib(15); }) + 1; });
+    });
+    done.store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(done.load()) << "A's only worker, waiting in B.run, did not run A's task";
+  caller.join();
+  EXPECT_EQ(result, mote_test::serial_fib(15) + 1);
+}
+
+// A burst of run() calls from as many threads as there are workers, each
+// task waiting until all of them run at once: it completes only if every
+// parked worker is woken (one wake-up per submission, none spent on a worker
+// that is already waking, and a worker that takes one of several queued
+// tasks passing the wake-up on). Workers park before each burst (spin 0).
+TEST(Runtime, BurstOfRunCallsWakesEveryWorker) {
+  constexpr unsigned kWorkers = 4;
+  mote::runtime rt(workers(kWorkers, 0us));
+  const int bursts = mote_test::kSanitized ? 5 : 40;
+  for (int burst = 0; burst < bursts; ++burst) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let the workers park
+    std::atomic<unsigned> arrived{0};
+    std::atomic<int> stuck{0};
+    std::vector<std::thread> callers;
+    for (unsigned i = 0; i < kWorkers; ++i) {
+      callers.emplace_back([&] {
+        rt.run([&] {
+          arrived.fetch_add(1);
+          // A deadline, so that a lost wake-up fails the test instead of
+          // hanging it.
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          while (arrived.load() < kWorkers) {
+            if (std::chrono::steady_clock::now() > deadline) {
+              stuck.fetch_add(1);
+              return;
+            }
+            std::this_thread::yield();
+          }
+        });
+      });
+    }
+    for (auto& c : callers) c.join();
+    ASSERT_EQ(stuck.load(), 0) << "burst " << burst << ": a worker was never woken";
+  }
 }
 
 }  // namespace

@@ -33,11 +33,7 @@ namespace {
 std::string self_path;
 std::string trace_path;
 
-long fib(int n) {
-  if (n < 2) return n;
-  auto [a, b] = mote::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
-  return a + b;
-}
+using mote_test::fib;
 
 long named_fib(int n) {
   if (n < 2) return n;

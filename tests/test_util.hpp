@@ -1,11 +1,23 @@
 // Shared helpers for the tests: sizes that shrink under sanitizers, a seeded
-// random source, and a type that counts its own lifetime.
+// random source, a type that counts its own lifetime, fib with mote::join
+// and its serial twin, and an environment variable set for one scope.
 #pragma once
 
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <string>
+#include <thread>
+
+#include "mote/join.hpp"
+#include "mote/runtime.hpp"
 
 namespace mote_test {
 
@@ -20,6 +32,28 @@ inline constexpr bool kSanitized = false;
 #else
 inline constexpr bool kSanitized = false;
 #endif
+
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kTsan = true;
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+inline constexpr bool kTsan = true;
+#  else
+inline constexpr bool kTsan = false;
+#  endif
+#else
+inline constexpr bool kTsan = false;
+#endif
+
+// Options for a test runtime: n workers and a short spin window, so that
+// the park paths run too.
+inline mote::runtime_options workers(unsigned n,
+                                     std::chrono::microseconds spin = std::chrono::microseconds(20)) {
+  mote::runtime_options o;
+  o.num_workers = n;
+  o.spin = spin;
+  return o;
+}
 
 // n in a release build, n / divisor (at least 1) under a sanitizer, which
 // slows the concurrent code 5-15x; the sanitizer stages also repeat each test.
@@ -54,5 +88,68 @@ struct lifetime {
 };
 
 inline long serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
+
+// The recursion that every fork-join test leans on: one join per call.
+inline long fib(int n) {
+  if (n < 2) return n;
+  auto [a, b] = mote::join([&] { return fib(n - 1); }, [&] { return fib(n - 2); });
+  return a + b;
+}
+
+// Runs child() in a forked process and returns its exit status, or -1 when it
+// did not end within a minute (a hang is a failure, not a stuck test).
+// ThreadSanitizer cannot run a child that starts threads after a fork of a
+// multi-threaded process: callers skip under it (kTsan).
+template <class F>
+int in_child(F child) {
+  // Let the workers and assistants go idle (past their spin windows) first.
+  // glibc's malloc is safe across fork() whatever other threads do, but the
+  // AddressSanitizer allocator is not: a thread of ours caught inside free()
+  // at the fork leaves its lock held in the child. Parked threads allocate
+  // nothing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const pid_t pid = fork();
+  if (pid == 0) _exit(child());
+  if (pid < 0) return -2;
+  for (int i = 0; i < 6000; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// Sets (or, with nullptr, unsets) an environment variable for one scope.
+class scoped_env {
+ public:
+  scoped_env(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~scoped_env() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+
+ private:
+  std::string name_;
+  std::string old_;
+  bool had_ = false;
+};
 
 }  // namespace mote_test

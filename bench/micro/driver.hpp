@@ -4,6 +4,9 @@
 //   double spawn_loop(long iters)   seconds that `iters` spawn+join pairs of an
 //                                   empty task take, timed on a worker of the
 //                                   runtime (the loop runs inside the runtime)
+//   double group_loop(long tasks)   seconds that `tasks` empty tasks take,
+//                                   spawned kGroupSize at a time into a task
+//                                   group (or as tasks) that is then waited
 //   double wake_once()              seconds from handing the runtime a task to
 //                                   that task starting on a worker thread (not
 //                                   the caller), the runtime having been idle
@@ -13,6 +16,8 @@
 // Kernels (choose with --kernel; the runner runs spawn with 1 worker and the
 // other two with 2):
 //   spawn     ns per spawn+join; --iters N (default: env.default_iters)
+//   group_spawn  ns per task of a group of kGroupSize empty tasks, spawned and
+//             waited in a loop; --group-tasks N (default: env.default_iters)
 //   wakeup    us from submit to start after --idle-ms (20) of idleness, long
 //             enough for spinning workers to park; --wakeups (50) samples
 //   wakeup_long  the same after --long-idle-ms (1000) of idleness;
@@ -32,6 +37,9 @@
 
 namespace mote_bench::micro {
 
+// Tasks per group in group_spawn: a typical fan-out (nqueens spawns 12-13).
+inline constexpr int kGroupSize = 16;
+
 inline double process_cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -49,19 +57,30 @@ inline std::int64_t small_work() {
 template <class Env>
 int run_suite(const options& o, std::string_view runtime_name, Env& env, const extras& info = {}) {
   using namespace std::chrono;
-  if (o.wants("spawn")) {
-    const long iters = option_value(o, "--iters", env.default_iters);
-    record r{"micro", "spawn", runtime_name, o.workers, "ns", {}, iters, info};
-    r.extra.add("iters", std::int64_t{iters});
-    for (int i = 0; i < o.warmup; ++i) env.spawn_loop(iters / 10 + 1);
+  // Warm-up, then up to o.reps timed runs of `loop(n)` (stopping early once
+  // o.budget_ms is spent), each recorded as ns per unit.
+  auto per_unit = [&](record& r, long n, long warm_n, auto loop) {
+    for (int i = 0; i < o.warmup; ++i) loop(warm_n);
     double spent = 0;
     for (int i = 0; i < o.reps; ++i) {
-      double s = env.spawn_loop(iters);
-      r.samples.push_back(1e9 * s / static_cast<double>(iters));
+      const double s = loop(n);
+      r.samples.push_back(1e9 * s / static_cast<double>(n));
       spent += s;
       if (o.budget_ms > 0 && 1e3 * spent >= o.budget_ms) break;
     }
     emit(r);
+  };
+  if (o.wants("spawn")) {
+    const long iters = option_value(o, "--iters", env.default_iters);
+    record r{"micro", "spawn", runtime_name, o.workers, "ns", {}, iters, info};
+    r.extra.add("iters", std::int64_t{iters});
+    per_unit(r, iters, iters / 10 + 1, [&](long n) { return env.spawn_loop(n); });
+  }
+  if (o.wants("group_spawn")) {
+    const long tasks = option_value(o, "--group-tasks", env.default_iters);
+    record r{"micro", "group_spawn", runtime_name, o.workers, "ns", {}, tasks, info};
+    r.extra.add("tasks", std::int64_t{tasks}).add("group_size", std::int64_t{kGroupSize});
+    per_unit(r, tasks, tasks / 10 + kGroupSize, [&](long n) { return env.group_loop(n); });
   }
   auto wakeups = [&](const char* kernel, long idle_ms, long count) {
     if (o.workers < 2) usage_error("--workers (wakeup needs 2 or more)", "1");

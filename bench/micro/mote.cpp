@@ -18,6 +18,19 @@ struct mote_env {
       return mote_bench::seconds_between(t0, mote_bench::clock::now());
     });
   }
+  double group_loop(long tasks) {
+    return rt.run([tasks] {
+      auto t0 = mote_bench::clock::now();
+      mote::task_group group;
+      for (long done = 0; done < tasks; done += mote_bench::micro::kGroupSize) {
+        for (int i = 0; i < mote_bench::micro::kGroupSize; ++i) {
+          group.spawn([] { mote_bench::empty_task_body(); });
+        }
+        group.wait();
+      }
+      return mote_bench::seconds_between(t0, mote_bench::clock::now());
+    });
+  }
   double wake_once() {
     mote_bench::clock::time_point started;
     auto submitted = mote_bench::clock::now();

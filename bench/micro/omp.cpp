@@ -31,6 +31,23 @@ struct omp_env {
     }
     return seconds;
   }
+  double group_loop(long tasks) {
+    double seconds = 0;
+#pragma omp parallel num_threads(threads) shared(seconds)
+#pragma omp single
+    {
+      auto t0 = mote_bench::clock::now();
+      for (long done = 0; done < tasks; done += mote_bench::micro::kGroupSize) {
+        for (int i = 0; i < mote_bench::micro::kGroupSize; ++i) {
+#pragma omp task
+          mote_bench::empty_task_body();
+        }
+#pragma omp taskwait
+      }
+      seconds = mote_bench::seconds_between(t0, mote_bench::clock::now());
+    }
+    return seconds;
+  }
   // From just before the parallel construct to the first statement of a
   // thread other than the master.
   double wake_once() {

@@ -26,6 +26,19 @@ struct tbb_env {
       return mote_bench::seconds_between(t0, mote_bench::clock::now());
     });
   }
+  double group_loop(long tasks) {
+    return arena.execute([tasks] {
+      auto t0 = mote_bench::clock::now();
+      tbb::task_group group;
+      for (long done = 0; done < tasks; done += mote_bench::micro::kGroupSize) {
+        for (int i = 0; i < mote_bench::micro::kGroupSize; ++i) {
+          group.run([] { mote_bench::empty_task_body(); });
+        }
+        group.wait();
+      }
+      return mote_bench::seconds_between(t0, mote_bench::clock::now());
+    });
+  }
   // enqueue, not execute: execute would run the task on the calling thread.
   double wake_once() {
     mote_bench::clock::time_point started;

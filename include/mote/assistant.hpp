@@ -88,7 +88,11 @@ struct raw_call {
 
 // An assistant thread for the thread that creates it (its owner). Only the
 // owner may submit and wait; a call from any other thread throws
-// std::logic_error. Tasks run on the assistant in submission order.
+// mote::usage_error. Tasks that go through the ring run on the assistant in
+// submission order; a task submitted while the ring is full runs at once on
+// the owner instead, ahead of those still in the ring. On the assistant
+// thread, mote::join and mote::parallel_invoke run their callables in place,
+// one after the other.
 //
 //   mote::assistant helper;                  // pinned near the calling thread
 //   int a = 0, b = 0;
@@ -106,7 +110,7 @@ class MOTE_API assistant {
   assistant& operator=(const assistant&) = delete;
 
   // Hands f to the assistant. When the ring is full, runs f here instead, so
-  // no work is ever dropped. Closures up to 112 bytes are stored in the ring;
+  // no work is ever dropped (that task then runs before the ring's others). Closures up to 112 bytes are stored in the ring;
   // larger ones are moved to the heap. Owner only.
   template <class F>
   void submit(F&& f);
@@ -114,7 +118,9 @@ class MOTE_API assistant {
   void submit(void (*fn)(void*), void* arg) { submit(detail::raw_call{fn, arg}); }
 
   // Returns when every task submitted so far has run, and rethrows the first
-  // exception one of them threw since the last wait(). Owner only.
+  // exception one of them threw since the last wait(). Spins first (tasks
+  // are meant to be tiny); after assistant_options::idle_park it sleeps until
+  // the assistant finishes. Owner only.
   void wait();
 
   // Hints (any thread, any order, any number of times). wake_up_hint() makes
@@ -153,6 +159,7 @@ class MOTE_API assistant {
   }
   bool refresh_tail() noexcept;
   void wake() noexcept;
+  void park_owner(std::int64_t timeout_ns) noexcept;
   [[noreturn]] void not_owner(const char* what) const;
   void check_owner(const char* what) const {
     if (MOTE_UNLIKELY(owner_token_ != detail::thread_token())) not_owner(what);
@@ -183,6 +190,10 @@ class MOTE_API assistant {
   // Its futex word.
   alignas(detail::cache_line) std::atomic<std::uint32_t> park_state_{kAwake};
   std::atomic<std::uint32_t> has_error_{0};
+
+  // ---- Written by the owner when it sleeps in wait(), read by the assistant
+  // after each task: on a line of its own, so that the read hits its cache.
+  alignas(detail::cache_line) std::atomic<std::uint32_t> owner_parked_{0};
 
   friend struct state;
 };

@@ -25,4 +25,16 @@ class MOTE_API missing_wait : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// Misuse of mote that it detects at run time and reports instead of leaving
+// undefined: a second wait() on a group while another thread waits for it,
+// work for a runtime created before fork() in the child process, an
+// assistant called from a thread other than its owner. Nothing was started or
+// lost by the call that throws it.
+//
+//   try { g.wait(); } catch (const mote::usage_error& e) { std::puts(e.what()); }
+class MOTE_API usage_error : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 }  // namespace mote

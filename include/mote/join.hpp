@@ -40,17 +40,19 @@ struct is_named<named_fn<G>> : std::true_type {};
 
 // The record of join's second callable. It lives in join's frame. The result
 // and error slots are raw storage, constructed only by a thief that runs the
-// callable; the fast path initializes three words and nothing else.
+// callable; the fast path initializes three words and nothing else. A
+// callable that returns a reference leaves a pointer there.
 template <class G>
 struct join_task : task {
   using result_type = join_result_t<G>;
+  using stored_type = stored_result_t<result_type>;
   G* fn;
-  alignas(result_type) unsigned char result_bytes[sizeof(result_type)];
+  alignas(stored_type) unsigned char result_bytes[sizeof(stored_type)];
   alignas(std::exception_ptr) unsigned char error_bytes[sizeof(std::exception_ptr)];
 
   explicit join_task(G* g) noexcept : fn(g) { init(&join_task::run_stolen); }
 
-  result_type* result() noexcept { return std::launder(reinterpret_cast<result_type*>(result_bytes)); }
+  stored_type* result() noexcept { return std::launder(reinterpret_cast<stored_type*>(result_bytes)); }
   std::exception_ptr* error() noexcept {
     return std::launder(reinterpret_cast<std::exception_ptr*>(error_bytes));
   }
@@ -62,7 +64,11 @@ struct join_task : task {
     }
     bool failed = false;
     try {
-      ::new (static_cast<void*>(self->result_bytes)) result_type(invoke_for_result(*self->fn));
+      if constexpr (std::is_reference_v<result_type>) {
+        ::new (static_cast<void*>(self->result_bytes)) stored_type(std::addressof(invoke_for_result(*self->fn)));
+      } else {
+        ::new (static_cast<void*>(self->result_bytes)) stored_type(invoke_for_result(*self->fn));
+      }
     } catch (...) {
       ::new (static_cast<void*>(self->error_bytes)) std::exception_ptr(std::current_exception());
       failed = true;
@@ -77,16 +83,20 @@ struct join_task : task {
       error()->~exception_ptr();
       std::rethrow_exception(std::move(e));
     }
-    result_type r = std::move(*result());
-    result()->~result_type();
-    return r;
+    if constexpr (std::is_reference_v<result_type>) {
+      return static_cast<result_type>(**result());
+    } else {
+      result_type r = std::move(*result());
+      result()->~stored_type();
+      return r;
+    }
   }
   // After a stolen run whose result nobody wants (f failed).
   void discard(std::uint32_t final_state) noexcept {
     if (final_state == task::kFailed) {
       error()->~exception_ptr();
     } else {
-      result()->~result_type();
+      result()->~stored_type();
     }
   }
 };
@@ -95,12 +105,12 @@ struct join_task : task {
 // is in our frame) and drop g's outcome; the caller rethrows f's exception.
 template <class G>
 MOTE_NOINLINE void unwind_join(worker* w, join_task<G>& record) noexcept {
-  if (!w->pop()) record.discard(w->wait_for(&record));
+  if (worker* thief = w->pop()) record.discard(w->wait_for(&record, *thief));
 }
 
 template <class G>
-MOTE_NOINLINE join_result_t<G> finish_stolen_join(worker* w, join_task<G>& record) {
-  return record.take(w->wait_for(&record));
+MOTE_NOINLINE join_result_t<G> finish_stolen_join(worker* w, worker* thief, join_task<G>& record) {
+  return record.take(w->wait_for(&record, *thief));
 }
 
 // The trace's name for a callable: its name when it is a named_fn, else the
@@ -154,18 +164,18 @@ MOTE_ALWAYS_INLINE auto join_body(worker* w, F& f, G& g) {
       return;
     } else {
       RF a = invoke_for_result(f);
-      return std::pair<RF, RG>(std::move(a), run_g());
+      return std::pair<RF, RG>(std::forward<RF>(a), run_g());
     }
   }
 
   // After f, when g was stolen: wait for it (the join wait phase).
-  auto stolen = [&]() -> RG {
+  auto stolen = [&](worker* thief) -> RG {
     if constexpr (Instrumented) {
       w->note_wait_begin(0);
       wait_end_note end{w};
-      return finish_stolen_join(w, record);
+      return finish_stolen_join(w, thief, record);
     } else {
-      return finish_stolen_join(w, record);
+      return finish_stolen_join(w, thief, record);
     }
   };
 
@@ -176,10 +186,11 @@ MOTE_ALWAYS_INLINE auto join_body(worker* w, F& f, G& g) {
       unwind_join(w, record);
       throw;
     }
-    if (MOTE_LIKELY(w->pop())) {
+    worker* thief = w->pop();
+    if (MOTE_LIKELY(thief == nullptr)) {
       run_g();
     } else {
-      stolen();
+      stolen(thief);
     }
   } else {
     RF a = [&]() -> RF {
@@ -190,8 +201,9 @@ MOTE_ALWAYS_INLINE auto join_body(worker* w, F& f, G& g) {
         throw;
       }
     }();
-    if (MOTE_LIKELY(w->pop())) return std::pair<RF, RG>(std::move(a), run_g());
-    return std::pair<RF, RG>(std::move(a), stolen());
+    worker* thief = w->pop();
+    if (MOTE_LIKELY(thief == nullptr)) return std::pair<RF, RG>(std::forward<RF>(a), run_g());
+    return std::pair<RF, RG>(std::forward<RF>(a), stolen(thief));
   }
 }
 
@@ -208,15 +220,44 @@ MOTE_ALWAYS_INLINE auto join_on(worker* w, F& f, G& g) {
   return join_body<false>(w, f, g);
 }
 
+// Is the calling thread an assistant (mote::assistant's helper thread)?
+MOTE_API bool on_assistant_thread() noexcept;
+
+// join on a thread that is not a worker.
+template <class F, class G>
+MOTE_NOINLINE auto join_outside(F& f, G& g) {
+  if (on_assistant_thread()) {
+    // An assistant runs one small piece for a thread that waits for it:
+    // handing part of the piece to a runtime would only add a round trip to
+    // that wait (and with a one-worker runtime whose worker is that thread,
+    // never finish). Both run here, in order; if f throws, g does not run.
+    if constexpr (std::is_void_v<std::invoke_result_t<F&>> && std::is_void_v<std::invoke_result_t<G&>>) {
+      f();
+      g();
+      return;
+    } else {
+      using RF = join_result_t<F>;
+      using RG = join_result_t<G>;
+      RF a = invoke_for_result(f);
+      return std::pair<RF, RG>(std::forward<RF>(a), invoke_for_result(g));
+    }
+  } else {
+    return runtime::default_runtime().run([&] { return join_on(current_worker, f, g); });
+  }
+}
+
 }  // namespace detail
 
 // Runs f and g, possibly in parallel, and returns when both are done. When
 // either returns a value, join returns a std::pair of both results (a void
-// callable contributes mote::empty). g's record lives in this frame; taking it
-// back when nobody stole it costs no atomic read-modify-write. If f throws, g
-// is cancelled when it has not started; the first exception (f's, else g's)
-// is rethrown once both are done. Called on a thread that is not a worker, it
-// runs on the default runtime and blocks until done.
+// callable contributes mote::empty; a callable that returns a reference
+// contributes that reference). g's record lives in this frame; taking it back
+// when nobody stole it, and no thief asked this worker to share, costs no
+// atomic read-modify-write. If f throws, g is cancelled when it has not
+// started; the first exception (f's, else g's) is rethrown once both are
+// done. Called on a thread that is not a worker, it runs on the default
+// runtime and blocks until done; on an assistant thread it runs f, then g,
+// right there.
 //
 //   int fib(int n) {
 //     if (n < 2) return n;
@@ -227,7 +268,7 @@ template <class F, class G>
 auto join(F&& f, G&& g) {
   detail::worker* w = detail::current_worker;
   if (MOTE_LIKELY(w != nullptr)) return detail::join_on(w, f, g);
-  return runtime::default_runtime().run([&] { return detail::join_on(detail::current_worker, f, g); });
+  return detail::join_outside(f, g);
 }
 
 // Runs every callable, possibly in parallel, and returns when all are done.
@@ -238,7 +279,7 @@ template <class F, class... Rest>
 void parallel_invoke(F&& f, Rest&&... rest) {
   if constexpr (sizeof...(Rest) == 0) {
     detail::worker* w = detail::current_worker;
-    if (w != nullptr) {
+    if (w != nullptr || detail::on_assistant_thread()) {
       f();
     } else {
       runtime::default_runtime().run([&] { f(); });

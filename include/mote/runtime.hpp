@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,7 +56,7 @@ struct runtime_options {
   std::optional<binding> bind;                   // MOTE_BIND; default: cores
   std::optional<std::chrono::microseconds> spin; // MOTE_SPIN_US; default: 100 us
   scheduler_policy scheduler = scheduler_policy::work_stealing;
-  std::optional<std::uint32_t> deque_capacity;   // tasks per worker deque; default 16384
+  std::optional<std::uint32_t> deque_capacity;   // tasks per worker deque (each of its two); default 16384
   // Give every worker a mote::assistant of its own (pinned to the worker's SMT
   // sibling, or the nearest CPU without a worker), reached from a task through
   // mote::this_worker_assistant(): coarse tasks go to workers, and each worker
@@ -66,9 +67,16 @@ struct runtime_options {
 
 namespace detail {
 class runtime_impl;
+struct runtime_access;
+
+// Where a callable's result waits for its caller: the value itself, or, for
+// a callable that returns a reference, a pointer to what it refers to.
+template <class R>
+using stored_result_t = std::conditional_t<std::is_reference_v<R>, std::remove_reference_t<R>*, R>;
 
 // A task submitted by a thread that is not a worker of the runtime; the
-// submitter sleeps on `finished` until a worker has run it.
+// submitter sleeps on `finished` (or, when it is a worker of another runtime,
+// helps that runtime) until a worker has run it.
 struct external_task : task {
   std::atomic<std::uint32_t> finished{0};
   std::exception_ptr error;
@@ -105,10 +113,13 @@ class MOTE_API runtime {
   std::vector<int> worker_cpus() const;
   std::chrono::microseconds spin() const noexcept;
 
-  // Runs f on a worker of this runtime and returns its result; the calling
-  // thread sleeps until then. Exceptions from f are rethrown here. Called from
-  // a worker of this runtime, it simply calls f. Any number of threads may call
-  // run() at once.
+  // Runs f on a worker of this runtime and returns its result (a reference
+  // when f returns one); exceptions from f are rethrown here. Called from a
+  // worker of this runtime, it simply calls f. From a worker of another
+  // runtime, that worker keeps running its own runtime's tasks until f is
+  // done (so a runtime that calls into another and is called back does not
+  // deadlock); any other thread sleeps meanwhile. Any number of threads may
+  // call run() at once.
   template <class F>
   std::invoke_result_t<F&> run(F&& f);
 
@@ -119,19 +130,23 @@ class MOTE_API runtime {
   // The index of the calling worker in its runtime, or -1.
   static int current_worker_index() noexcept;
 
-  detail::runtime_impl& impl() const noexcept { return *impl_; }
-
  private:
+  friend struct detail::runtime_access;
   detail::runtime_impl* impl_;
 };
 
 namespace detail {
+// The library's own way to a runtime's insides.
+struct runtime_access {
+  static runtime_impl& impl(const runtime& rt) noexcept { return *rt.impl_; }
+};
+
 MOTE_API runtime_impl* runtime_of(const worker* w) noexcept;
 
 template <class F, class R>
 struct external_call : external_task {
   F* fn;
-  std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
+  std::optional<std::conditional_t<std::is_void_v<R>, char, stored_result_t<R>>> result;
 
   explicit external_call(F* f) : fn(f) { init(&external_call::run); }
   static void run(task* base, worker&) noexcept {
@@ -139,6 +154,8 @@ struct external_call : external_task {
     try {
       if constexpr (std::is_void_v<R>) {
         (*self->fn)();
+      } else if constexpr (std::is_reference_v<R>) {
+        self->result.emplace(std::addressof((*self->fn)()));
       } else {
         self->result.emplace((*self->fn)());
       }
@@ -158,7 +175,11 @@ std::invoke_result_t<F&> runtime::run(F&& f) {
   detail::external_call<std::remove_reference_t<F>, R> call(&f);
   detail::submit_and_wait(*impl_, call);
   if (call.error) std::rethrow_exception(call.error);
-  if constexpr (!std::is_void_v<R>) return std::move(*call.result);
+  if constexpr (std::is_reference_v<R>) {
+    return static_cast<R>(**call.result);
+  } else if constexpr (!std::is_void_v<R>) {
+    return std::move(*call.result);
+  }
 }
 
 }  // namespace mote

@@ -16,26 +16,72 @@ namespace mote {
 
 class task_group;
 
+// Tag for a group that is not bound to the group whose task creates it: its
+// cancellation neither comes from nor goes to any other group.
+struct isolated_t {
+  explicit isolated_t() = default;
+};
+inline constexpr isolated_t isolated{};
+
+// What task_group::wait() found, as oneTBB's task_group_status: every task ran
+// (complete), or the group was cancelled, by cancel() or through the group it
+// is bound to, and tasks that had not started did not run (canceled).
+enum class task_group_status { complete, canceled };
+
 namespace detail {
 
-// Heap record of one spawned task. It frees itself after running (or after
-// being skipped because its group was cancelled).
-template <class F>
-struct group_task : task {
+// The part of a task_group record that the runtime knows.
+struct group_task_base : task {
   task_group* group;
-  F fn;
-
-  template <class A>
-  group_task(task_group* g, A&& f) : group(g), fn(std::forward<A>(f)) {
-    init(&group_task::run);
-  }
-  static void run(task* base, worker& w) noexcept;
+  // Pushed on the pool of the group's owner by the owner itself: counted in
+  // the owner's private count, not in the shared one (see task_group).
+  bool local;
 };
 
 template <class F>
 struct is_named_group_fn : std::false_type {};
 template <class F>
 struct is_named_group_fn<named_fn<F>> : std::true_type {};
+
+// One spawned task: a pooled record that frees itself after running (or
+// after being skipped because its group was cancelled).
+template <class F>
+struct group_task final : group_task_base {
+  F fn;
+
+  template <class A>
+  group_task(task_group* g, A&& f) : fn(std::forward<A>(f)) {
+    execute = &group_task::run;  // `state` is join's alone
+    group = g;
+    local = false;
+  }
+  static void run(task* base, worker& w) noexcept;
+
+  // Records up to task_cache::kLargest bytes come from the worker's cache.
+  static constexpr int kClass = task_cache::class_of(sizeof(group_task));
+  static constexpr bool kCached =
+      kClass < task_cache::kClasses && alignof(group_task) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+
+  // w: the calling worker (any runtime's), or nullptr on other threads.
+  static void* allocate(worker* w) {
+    if constexpr (kCached) {
+      return w != nullptr ? w->cache().take(kClass) : ::operator new(task_cache::size_of(kClass));
+    } else {
+      return ::operator new(sizeof(group_task), std::align_val_t(alignof(group_task)));
+    }
+  }
+  static void deallocate(void* p, worker* w) noexcept {
+    if constexpr (kCached) {
+      if (w != nullptr) {
+        w->cache().give(p, kClass);
+      } else {
+        ::operator delete(p);
+      }
+    } else {
+      ::operator delete(p, std::align_val_t(alignof(group_task)));
+    }
+  }
+};
 
 // The trace's name for a spawned callable (see join's trace_what).
 template <class F>
@@ -50,14 +96,36 @@ const void* group_trace_what(const group_task<F>* t) noexcept {
 // Spawn events from threads that are not workers (MOTE_TRACE only).
 MOTE_API void note_outside_spawn(const void* what, bool named) noexcept;
 
+// Bumped whenever any group is cancelled, so that a group bound to others
+// needs to look up its chain of parents only after some cancellation.
+MOTE_API extern std::atomic<std::uint32_t> group_cancel_epoch;
+// How many groups are cancelled right now (from cancel() to the end of their
+// next wait). While none is, a task's start needs no look at its group's
+// cancellation at all: one load of a line that nobody writes.
+MOTE_API extern std::atomic<std::uint32_t> group_cancels_active;
+
+// The runtime's way into a group's private parts, and the C API's.
+struct group_access;
+
 }  // namespace detail
 
-// A group of tasks to wait for together. spawn() as often as you like, from
-// the group's own frame or from inside its tasks; wait() returns when all are
-// done and rethrows the first exception any of them threw (the tasks that had
-// not started by then are skipped). Groups nest freely, and a group can be
-// reused after wait(). Called on a thread that is not a worker, spawn hands the
-// task to the runtime and wait() sleeps until the group is done.
+// A group of tasks to wait for together: the shape of oneTBB's task_group.
+//
+// spawn() as often as you like, from any thread and from inside any task
+// (the group's own, or any other) until the group's wait() has returned.
+// wait() returns when every task spawned so far is done, including those
+// that tasks spawned while it waited, and rethrows the first exception any
+// of them threw. Groups nest freely: a task may create groups of its own,
+// spawn into the group of an enclosing frame, or into any group it holds a
+// reference to, and the groups of one frame may be waited in any order.
+// While it waits, the waiting thread runs tasks (this group's, and any
+// other's that it finds first) rather than sleep, when it is a worker.
+//
+// A group created inside a task of another group is bound to it (as oneTBB
+// binds task_group_context): cancelling the outer group, or a task of it
+// failing, cancels the inner one too. A bound group must not outlive the task
+// it was created in (as a local variable it never does); create it with
+// mote::isolated otherwise.
 //
 //   mote::task_group g;
 //   std::vector<int> out(8);
@@ -68,82 +136,186 @@ class MOTE_API task_group {
   // On a worker: a group of that worker's runtime. Elsewhere: of the default one.
   task_group();
   explicit task_group(runtime& rt);
-  // A group must be waited for. If tasks are still pending, the destructor
-  // cancels those that have not started, waits for the rest, and then throws
-  // mote::missing_wait (unless an exception is already propagating).
+  explicit task_group(isolated_t);
+  task_group(runtime& rt, isolated_t);
+  // A group must be waited for after its last spawn. If it was not, the
+  // destructor cancels the tasks that have not started, waits for the rest,
+  // and then throws mote::missing_wait (unless an exception is already
+  // propagating): nothing runs against a destroyed group.
   ~task_group() noexcept(false);  // NOLINT(bugprone-exception-escape): throws missing_wait by design
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
 
-  // Adds f to the group; it may run at once, later, here or elsewhere. When the
-  // worker's deque is full, f runs here before spawn returns.
+  // Adds f to the group; it may run at once, later, here or elsewhere. When
+  // the worker's pool of tasks is full (16384 by default), f runs here before
+  // spawn returns. Throws what copying f throws, and std::bad_alloc; then
+  // nothing was added.
   template <class F>
   void spawn(F&& f);
 
-  // Returns when every task spawned so far is done. Rethrows the first
-  // exception a task threw, once; the group is then ready for reuse.
-  void wait();
+  // Returns when every task spawned so far is done, or skipped because the
+  // group was cancelled (then task_group_status::canceled). Rethrows the
+  // first exception a task threw, once; the group is then ready for reuse.
+  // Any thread may wait, one at a time (a second concurrent wait() throws
+  // mote::usage_error), but not a task of this group (it would wait for
+  // itself: mote::usage_error).
+  task_group_status wait();
 
-  // Tasks of this group that have not started yet will not run.
+  // Tasks of this group that have not started yet will not run, nor will
+  // those of the groups bound to it. Tasks that are running see
+  // is_cancelled() and may stop early. Ends at the next wait().
   void cancel() noexcept;
-  bool is_cancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
-
-  // ---- for the runtime -------------------------------------------------
-  void task_finished() noexcept;              // after each task, run or skipped
-  void record_exception(std::exception_ptr e) noexcept;
+  // Cancelled, directly or through the group it is bound to.
+  //
+  //   g.spawn([&g] { for (auto& part : parts) { if (g.is_cancelled()) return; work(part); } });
+  bool is_cancelled() const noexcept {
+    if (flags_.load(std::memory_order_relaxed) & kCancelled) return true;
+    if (parent_ == nullptr) return false;
+    // Acquire: pairs with the release increment in cancel(); a changed epoch
+    // shows the cancelled flag that was set before it.
+    const std::uint32_t epoch = detail::group_cancel_epoch.load(std::memory_order_acquire);
+    if (epoch == seen_epoch_.load(std::memory_order_relaxed)) return false;
+    return cancelled_through_parents(epoch);
+  }
 
  private:
-  void spawn_task(detail::task* t);
-  void wait_external();
+  friend struct detail::group_access;
 
-  detail::runtime_impl* runtime_;
-  detail::worker* owner_;           // the worker that created the group, or nullptr
-  std::uint32_t base_ = 0;          // owner's deque depth when the group started
-  std::uint32_t top_ = 0;           // owner's deque depth after the group's last local push
-  std::uint64_t context_ = 0;       // owner's task context when the group started
-  std::int64_t local_count_ = 0;    // tasks on the owner's deque since the last wait (owner only)
-  // Tasks that run elsewhere and have not finished: foreign spawns (counted
-  // before they are submitted) and local tasks that a thief took (counted by
-  // the owner when its pop finds them gone, which may come after the thief's
-  // decrement: the count can dip below zero meanwhile). Local tasks that the
-  // owner runs itself never touch it. Decrements in task_finished() are
-  // seq_cst (release for the task's writes), paired with the acquire loads in
-  // wait().
-  alignas(detail::cache_line) std::atomic<std::int64_t> pending_{0};
-  std::atomic<std::uint32_t> waiters_{0};    // threads parked in wait()
-  std::atomic<std::uint32_t> wake_word_{0};  // futex word the parked waiters sleep on
-  std::atomic<bool> cancelled_{false};
-  std::atomic<bool> has_error_{false};
-  std::exception_ptr error_;        // the first exception, written once under has_error_
+  static constexpr std::uint32_t kCancelled = 1;
+  static constexpr std::uint32_t kFailed = 2;  // error_ holds the first exception
+
+  // The shared word (remote_): bits 0-7 count parked waiters, bits 8-39 the
+  // tasks that the owner's private count does not cover (modulo 2^32), bits
+  // 40-63 a version that every change of the count moves, so that a reader of
+  // the two counts can tell that the shared one held still.
+  static constexpr std::uint64_t kWaiterOne = 1;
+  static constexpr std::uint64_t kCountShift = 8;
+  static constexpr std::uint64_t kCountOne = std::uint64_t{1} << kCountShift;
+  static constexpr std::uint64_t kVersionOne = std::uint64_t{1} << 40;
+  static std::uint32_t count_of(std::uint64_t v) noexcept {
+    return static_cast<std::uint32_t>(v >> kCountShift);
+  }
+  static std::uint32_t waiters_of(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(v & 0xff); }
+
+  void construct(detail::runtime_impl& rt, bool bound);
+  void spawn_elsewhere(detail::group_task_base* t, detail::worker* w);
+  bool cancelled_through_parents(std::uint32_t epoch) const noexcept;
+  void record_exception(std::exception_ptr e) noexcept;
+  void uncancel() noexcept;  // ends a cancellation (the end of a wait)
+  void finish_remote() noexcept;
+  // Counts: what is left, as the owner sees it / as any other thread sees it.
+  std::uint32_t pending_for_owner() const noexcept {
+    return static_cast<std::uint32_t>(local_.load(std::memory_order_relaxed)) +
+           count_of(remote_.load(std::memory_order_acquire));
+  }
+  std::uint32_t pending_for_others() const noexcept;
+  bool pending(detail::worker* w) const noexcept {
+    return (w != nullptr && w == owner_ ? pending_for_owner() : pending_for_others()) != 0;
+  }
+  // The waits: each returns when nothing is pending, running tasks meanwhile
+  // where it can. They leave errors and flags alone.
+  void await(detail::worker* w) noexcept;
+  void await_as_owner(detail::worker& w) noexcept;
+  void await_elsewhere(detail::worker* w) noexcept;
+  void park_as_owner(detail::worker& w, std::int64_t timeout_ns) noexcept;
+  void park_elsewhere(std::int64_t timeout_ns) noexcept;
+  // The body of wait(): the first task exception (or nullptr), and whether
+  // the group was cancelled; throws mote::usage_error for a concurrent wait,
+  // a wait from inside the group's own task, or a forked runtime.
+  std::exception_ptr wait_for_all(task_group_status* status);
+
+  detail::runtime_impl* runtime_ = nullptr;
+  // The worker that created the group (a worker of runtime_), or nullptr.
+  detail::worker* owner_ = nullptr;
+  // Bound: the group whose task created this one.
+  task_group* parent_ = nullptr;
+  // The owner's private count: tasks it pushed on its own pool minus those it
+  // ran itself. Written only by the owner, with plain loads and stores (never
+  // a read-modify-write); atomic so that other threads may read it (see
+  // pending_for_others()). Release stores: a reader that sees a decrement
+  // sees the effects of the task that made it.
+  std::atomic<std::int64_t> local_{0};
+  std::atomic<std::uint32_t> flags_{0};  // kCancelled | kFailed
+  // The group_cancel_epoch at which the parents were last found not cancelled.
+  mutable std::atomic<std::uint32_t> seen_epoch_{0};
+  std::atomic<bool> waiting_{false};  // a wait() is in progress
+  // The shared count's version at the end of the last wait: the destructor
+  // compares it to tell whether anything was spawned from elsewhere since.
+  std::uint64_t waited_version_ = 0;
+  // Whether the owner spawned since the last wait (the destructor's other test).
+  std::atomic<bool> owner_spawned_{false};
+  std::exception_ptr error_;  // the first exception; written once, under kFailed
+
+  // Written by every thread but the owner: tasks spawned from elsewhere are
+  // counted up here, and tasks that finish anywhere but on the owner's own
+  // pops count down here. See the bit layout above.
+  alignas(detail::cache_line) std::atomic<std::uint64_t> remote_{0};
 };
+
+namespace detail {
+
+struct group_access {
+  static worker* owner(const task_group& g) noexcept { return g.owner_; }
+  static void record_exception(task_group& g, std::exception_ptr e) noexcept {
+    g.record_exception(std::move(e));
+  }
+  // A local task finished on the owner: its last access to the group.
+  static void finish_local(task_group& g) noexcept {
+    g.local_.store(g.local_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+  }
+  static void finish_remote(task_group& g) noexcept { g.finish_remote(); }
+  // wait() without the rethrow: the first task exception, or nullptr; the
+  // status in *status. Throws mote::usage_error (and waited for nothing) on
+  // misuse.
+  static std::exception_ptr wait_for_all(task_group& g, task_group_status* status) {
+    return g.wait_for_all(status);
+  }
+  // In a child process after fork(), the group's runtime has no workers: its
+  // tasks will never run, and none can touch the group.
+  MOTE_API static bool orphaned(const task_group& g) noexcept;
+};
+
+}  // namespace detail
 
 template <class F>
 void task_group::spawn(F&& f) {
   using record = detail::group_task<std::decay_t<F>>;
-  auto* t = new record(this, std::forward<F>(f));
   detail::worker* w = detail::current_worker;
+  void* memory = record::allocate(w);
+  record* t;
+  try {
+    t = ::new (memory) record(this, std::forward<F>(f));
+  } catch (...) {
+    record::deallocate(memory, w);
+    throw;
+  }
   constexpr bool named = detail::is_named_group_fn<std::decay_t<F>>::value;
   if (w != nullptr) {
     if (MOTE_UNLIKELY(w->instrumented())) w->note_spawn(detail::group_trace_what(t), named);
   } else if (MOTE_UNLIKELY(trace::enabled())) {
     detail::note_outside_spawn(detail::group_trace_what(t), named);
   }
-  // Local push only from the group's own frame: same worker, same task
-  // context, nothing pushed above the group's last task.
-  if (MOTE_LIKELY(w == owner_ && w != nullptr && w->depth() == top_ && w->context() == context_)) {
-    if (MOTE_LIKELY(w->push(t))) {
-      top_ = w->depth();
-      ++local_count_;
-      return;
-    }
-    t->state.store(detail::task::kOwnerRun, std::memory_order_relaxed);
-    t->execute(t, *w);  // deque full: run it here
+  if (MOTE_LIKELY(w == owner_ && w != nullptr)) {
+    // The owner's own spawn: counted privately, pushed on its own pool.
+    t->local = true;
+    owner_spawned_.store(true, std::memory_order_relaxed);
+    // Counted before the push: once pushed, a thief may run it and count it
+    // down in the shared word, and the sum must never read zero while it is
+    // pending. Relaxed: the push below publishes the task (a thief's acquire
+    // CAS on the deque), and this store is sequenced before it.
+    local_.store(local_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (MOTE_LIKELY(w->pool().push(t))) return;
+    t->execute(t, *w);  // the pool is full: run it here; its end counts it down
     return;
   }
-  // Relaxed: the submission (the injection queue's mutex) orders this
-  // increment before the task's decrement.
-  pending_.fetch_add(1, std::memory_order_relaxed);
-  spawn_task(t);
+  try {
+    spawn_elsewhere(t, w);
+  } catch (...) {
+    // Not handed in (spawn_elsewhere took its count back): nothing was added.
+    t->~record();
+    record::deallocate(t, w);
+    throw;
+  }
 }
 
 template <class F>
@@ -152,17 +324,30 @@ void detail::group_task<F>::run(task* base, worker& w) noexcept {
   if constexpr (is_named_group_fn<F>::value) {
     if (MOTE_UNLIKELY(w.instrumented())) w.note_task_name(self->fn.name);
   }
-  task_group* g = self->group;
-  if (!g->is_cancelled()) {
+  task_group& g = *self->group;
+  // A local task runs on its owner only when the owner popped it; any other
+  // worker that runs it stole it.
+  const bool counted_by_owner = self->local && &w == group_access::owner(g);
+  // Relaxed: cancellation is a request; a task that starts just as its group
+  // is cancelled elsewhere may run. A thread sees its own cancel().
+  if (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled()) {
+    const std::uint32_t level = w.enter_group(&g);
     try {
       self->fn();
     } catch (...) {
-      g->record_exception(std::current_exception());
+      group_access::record_exception(g, std::current_exception());
     }
+    w.leave_group(level);
   }
-  const bool counted = self->state.load(std::memory_order_relaxed) != kOwnerRun;
-  delete self;
-  if (counted) g->task_finished();
+  self->~group_task();
+  deallocate(self, &w);
+  // The task's last access to its group: once counted down, the group may
+  // be finished and destroyed by its waiter.
+  if (counted_by_owner) {
+    group_access::finish_local(g);
+  } else {
+    group_access::finish_remote(g);
+  }
 }
 
 }  // namespace mote

@@ -12,10 +12,19 @@
 #include <vector>
 
 #include "mote/error.hpp"
+#include "mote/join.hpp"
 #include "mote/topology.hpp"
+#include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 
 namespace mote {
+
+namespace detail {
+namespace {
+constinit thread_local bool assistant_thread = false;
+}  // namespace
+bool on_assistant_thread() noexcept { return assistant_thread; }
+}  // namespace detail
 
 struct assistant::state {
   std::thread thread;
@@ -93,7 +102,7 @@ int choose_cpu(const assistant_options& options) {
   const std::vector<int> siblings = topo.smt_siblings(own);
   if (!siblings.empty()) return siblings.front();
   const cpu_info* me = topo.find(own);
-  const std::vector<int> busy = detail::cpus_with_workers();
+  const std::vector<int> busy = detail::cpus_with_spinners();
   int best = -1;
   int best_distance = 0;
   bool best_free = false;
@@ -146,9 +155,13 @@ assistant::assistant(const assistant_options& options)
   state_->cpu = cpu;
   state_->shared.store(cpu >= 0 && cpu == owner_cpu(), std::memory_order_relaxed);
   state_->idle_park_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options.idle_park).count();
+  // It spins when idle: count it, so that spinners everywhere know when the
+  // machine is oversubscribed.
+  detail::register_spinners({cpu});
   try {
     state_->thread = std::thread(&state::main, this);
   } catch (...) {
+    detail::unregister_spinners({cpu});
     delete state_;
     delete[] slots_;
     throw;
@@ -175,6 +188,7 @@ assistant::~assistant() {
   state_->stop.store(true, std::memory_order_release);
   wake();
   state_->thread.join();
+  detail::unregister_spinners({state_->cpu});
   delete state_;
   delete[] slots_;
 }
@@ -202,38 +216,36 @@ void assistant::sleep_hint() noexcept { sleep_requested_.store(1, std::memory_or
 void assistant::wait() {
   check_owner("wait");
   if (MOTE_UNLIKELY(state_->generation != detail::current_fork_generation())) {
-    throw std::logic_error(
+    throw usage_error(
         "mote::assistant::wait: this assistant was created before fork(); its thread does not "
         "exist in the child process. Create a new assistant in the child");
   }
   if (tail_pub_.load(std::memory_order_acquire) != head_) {
-    // Spin (the tasks are meant to be tiny). publish() looked at park_state_
-    // with a relaxed load, which can miss an assistant that is just parking
-    // and has not seen the last entry (each side's store can still sit in its
-    // store buffer while the other loads). So every 256 rounds, and first
-    // after 64, close that race: a seq_cst read-modify-write of head_pub_ and
-    // a seq_cst look at park_state_, against state::park()'s seq_cst exchange
-    // of park_state_ and seq_cst look at head_pub_. In the single total order
-    // of those four, one side's read comes after the other's write: either
-    // the assistant sees the entry and stays awake, or we see it parking and
-    // wake it. The fast path, an awake assistant, pays for no fence.
-    const std::int64_t start = detail::now_ns();
+    // Spin (the tasks are meant to be tiny), looking at every pause.
+    // publish() looked at park_state_ with a relaxed load, which can miss an
+    // assistant that is just parking and has not seen the last entry (each
+    // side's store can still sit in its store buffer while the other loads).
+    // So every 64 looks close that race: a seq_cst read-modify-write of
+    // head_pub_ and a seq_cst look at park_state_, against state::park()'s
+    // seq_cst exchange of park_state_ and seq_cst look at head_pub_. In the
+    // single total order of those four, one side's read comes after the
+    // other's write: either the assistant sees the entry and stays awake, or
+    // we see it parking and wake it. The fast path, an awake assistant, pays
+    // for no fence. After the idle_park window, sleep (park_owner).
     const bool shared = state_->shared.load(std::memory_order_relaxed);
-    unsigned rounds = 0;
+    detail::idle_wait idle(state_->idle_park_ns > 0 ? state_->idle_park_ns : detail::idle_wait::kNeverPark, 1);
+    unsigned looks = 0;
     while (tail_pub_.load(std::memory_order_acquire) != head_) {
-      detail::cpu_pause();
-      ++rounds;
-      if (shared) {
-        // One CPU for both: hand it over.
+      if (shared || (++looks & 63) == 0) {
         head_pub_.fetch_add(0, std::memory_order_seq_cst);
         if (park_state_.load(std::memory_order_seq_cst) != kAwake) wake();
-        detail::thread_yield();
-      } else if ((rounds & 255) == 64) {
-        head_pub_.fetch_add(0, std::memory_order_seq_cst);
-        if (park_state_.load(std::memory_order_seq_cst) != kAwake) wake();
-        // Past 50 us, share the core: the assistant may need it.
-        if (detail::now_ns() - start > 50'000) detail::thread_yield();
       }
+      if (shared) {
+        detail::thread_yield();  // one CPU for both: hand it over
+        continue;
+      }
+      if (idle.spin()) continue;
+      park_owner(idle.next_park_timeout());
     }
   }
   tail_cache_ = head_;
@@ -247,12 +259,27 @@ void assistant::wait() {
   }
 }
 
+void assistant::park_owner(std::int64_t timeout_ns) noexcept {
+  // Announce, then look (seq_cst both): the assistant stores tail_pub_ and
+  // then reads owner_parked_ after every task, relaxed, without a fence, so
+  // its read may miss this announcement when both stores sit in store
+  // buffers at once: the timeout bounds what that costs. Make sure the
+  // assistant is awake first, as in wait().
+  owner_parked_.store(1, std::memory_order_seq_cst);
+  head_pub_.fetch_add(0, std::memory_order_seq_cst);
+  if (park_state_.load(std::memory_order_seq_cst) != kAwake) wake();
+  if (tail_pub_.load(std::memory_order_seq_cst) != head_) {
+    detail::futex_wait_for(&owner_parked_, 1, timeout_ns);
+  }
+  owner_parked_.store(0, std::memory_order_relaxed);
+}
+
 int assistant::cpu() const noexcept { return state_->cpu; }
 std::uint32_t assistant::capacity() const noexcept { return capacity_; }
 bool assistant::is_owner() const noexcept { return owner_token_ == detail::thread_token(); }
 
 void assistant::not_owner(const char* what) const {
-  throw std::logic_error(std::string("mote::assistant::") + what +
+  throw usage_error(std::string("mote::assistant::") + what +
                          ": called from a thread other than the assistant's owner");
 }
 
@@ -272,13 +299,15 @@ void assistant::state::park(assistant* a, std::uint64_t tail) {
 }
 
 void assistant::state::main(assistant* a) {
+  detail::assistant_thread = true;
   state* s = a->state_;
   if (s->cpu >= 0 && !pin_current_thread(s->cpu)) s->shared.store(true, std::memory_order_relaxed);
   const std::uint64_t mask = a->mask_;
   detail::assistant_slot* const slots = a->slots_;
   std::uint64_t tail = 0;
-  std::int64_t idle_since = 0;
-  unsigned idle_rounds = 0;
+  // Idle: look at the next entry every pause; park after idle_park (never,
+  // when it is 0: then only after sleep_hint()).
+  detail::idle_wait idle(s->idle_park_ns > 0 ? s->idle_park_ns : detail::idle_wait::kNeverPark, 1);
   for (;;) {
     detail::assistant_slot* slot = &slots[tail & mask];
     // Acquire: pairs with publish()'s release store; the entry is complete.
@@ -288,24 +317,9 @@ void assistant::state::main(assistant* a) {
         break;
       }
       if (a->sleep_requested_.load(std::memory_order_relaxed) != 0 ||
-          s->shared.load(std::memory_order_relaxed)) {
+          s->shared.load(std::memory_order_relaxed) || !idle.spin()) {
         park(a, tail);
-        idle_since = 0;
-        continue;
-      }
-      detail::cpu_pause();
-      if ((++idle_rounds & 255) == 0) {
-        const std::int64_t now = detail::now_ns();
-        if (idle_since == 0) {
-          idle_since = now;
-        } else if (s->idle_park_ns > 0 && now - idle_since >= s->idle_park_ns) {
-          park(a, tail);
-          idle_since = 0;
-        } else if (now - idle_since > 50'000) {
-          // Idle past 50 us without parking (idle_park 0): let others run now
-          // and then, so that an oversubscribed machine keeps moving.
-          detail::thread_yield();
-        }
+        idle.reset();
       }
       continue;
     }
@@ -322,13 +336,21 @@ void assistant::state::main(assistant* a) {
     // Release: the entry has run and its closure is destroyed; the owner may
     // reuse the slot (refresh_tail) and sees the task's effects (wait).
     a->tail_pub_.store(tail, std::memory_order_release);
-    idle_since = 0;
+    // An owner asleep in wait(): wake it. Relaxed, no fence: this read may
+    // miss an owner that is just going to sleep (see park_owner), whose
+    // timeout then covers it; the usual case, an owner that is not asleep,
+    // costs a read of a line that stays in this core's cache.
+    if (MOTE_UNLIKELY(a->owner_parked_.load(std::memory_order_relaxed) != 0)) {
+      a->owner_parked_.store(0, std::memory_order_relaxed);
+      detail::futex_wake(&a->owner_parked_, 1);
+    }
+    idle.reset();
   }
 }
 
 assistant* this_worker_assistant() noexcept {
   detail::worker* w = detail::current_worker;
-  return w ? w->assistant_ : nullptr;
+  return w ? w->assistant() : nullptr;
 }
 
 }  // namespace mote

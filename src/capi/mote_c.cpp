@@ -16,6 +16,7 @@
 
 #include "mote/assistant.hpp"
 #include "mote/error.hpp"
+#include "mote/join.hpp"
 #include "mote/runtime.hpp"
 #include "mote/task_group.hpp"
 
@@ -35,11 +36,14 @@ struct mote_task_group {
 
   mote_runtime* owner;
   mote::task_group group;
-  // True from a spawn until the next wait() returns. destroy refuses while it
-  // is set, so the task_group destructor never has to cancel and throw
-  // missing_wait. Spawns may come from inside the group's own tasks; those
-  // finish before wait() returns, so clearing the flag after wait() is right.
-  // Relaxed: wait() itself orders the tasks' effects; this is a usage check.
+  // True from a spawn until the next wait() that completes. destroy refuses
+  // while it is set, so the task_group destructor never has to cancel and
+  // throw missing_wait. Set after a spawn succeeded, so a failed spawn leaves
+  // it as it was. Spawns may come from inside the group's own tasks; those set
+  // it before they finish, so before wait() returns, and clearing the flag
+  // after wait() is right. A wait that throws waited for nothing and leaves it
+  // alone. Relaxed: wait() itself orders the tasks' effects; this is a usage
+  // check.
   std::atomic<bool> needs_wait{false};
 };
 
@@ -77,9 +81,9 @@ mote_status fail(mote_status status, const std::string& prefix, const char* deta
 }
 
 // Maps the exception being handled to a status and a message: config_error to
-// MOTE_ECONFIG, bad_alloc to MOTE_ENOMEM, anything else to for_other. With
-// as_task_failure every exception is a task's, so the status is MOTE_ETASK.
-// Called only from inside a catch (...) block.
+// MOTE_ECONFIG, usage_error to MOTE_EUSAGE, bad_alloc to MOTE_ENOMEM, anything
+// else to for_other. With as_task_failure every exception is a task's, so the
+// status is MOTE_ETASK. Called only from inside a catch (...) block.
 mote_status fail_current(const char* where, mote_status for_other,
                          bool as_task_failure = false) noexcept {
   const std::string prefix = [where]() noexcept {
@@ -94,12 +98,42 @@ mote_status fail_current(const char* where, mote_status for_other,
   } catch (const mote::config_error& e) {
     if (as_task_failure) return fail(MOTE_ETASK, prefix, e.what());
     return fail(MOTE_ECONFIG, e.what());
+  } catch (const mote::usage_error& e) {
+    // Before std::exception: usage_error is a std::logic_error.
+    return fail(as_task_failure ? MOTE_ETASK : MOTE_EUSAGE, prefix, e.what());
   } catch (const std::bad_alloc&) {
     return fail(as_task_failure ? MOTE_ETASK : MOTE_ENOMEM, prefix, "out of memory");
   } catch (const std::exception& e) {
     return fail(for_other, prefix, e.what());
   } catch (...) {
     return fail(for_other, prefix, "an exception that is not a std::exception");
+  }
+}
+
+// A C function that failed (a C++ exception escaped it), on its way through
+// runtime::run, mote::join or the assistant, which rethrow it to the caller.
+// Wrapping keeps the two channels apart: whatever else those calls throw
+// (usage_error, bad_alloc, config_error) is mote's, not the task's. Not a
+// std::exception, so no handler but ours takes it for something else.
+struct task_failure {
+  std::exception_ptr error;
+};
+
+// Calls fn(arg) with anything it throws wrapped in a task_failure.
+void call_task(void (*fn)(void*), void* arg) {
+  try {
+    fn(arg);
+  } catch (...) {
+    throw task_failure{std::current_exception()};
+  }
+}
+
+// Records a task's exception as MOTE_ETASK, with its message.
+mote_status fail_task(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (...) {
+    return fail_current("a task failed", MOTE_ETASK, /*as_task_failure=*/true);
   }
 }
 
@@ -138,6 +172,11 @@ MOTE_C_API mote_status mote_finalize(mote_runtime* rt) {
   if (rt->live_groups.load(std::memory_order_relaxed) != 0) {
     return fail(MOTE_EBUSY, "mote_finalize: task groups of this runtime are not destroyed yet");
   }
+  // A worker would wait to join itself (and the runtime's destructor cannot
+  // report that: it would terminate the process).
+  if (mote::runtime::current() == &rt->rt) {
+    return fail(MOTE_EUSAGE, "mote_finalize: called from a task of the runtime it would finalize");
+  }
   try {
     delete rt;
     return MOTE_OK;
@@ -171,34 +210,68 @@ MOTE_C_API mote_status mote_task_group_spawn(mote_task_group* g, void (*fn)(void
   if (g == nullptr) return fail(MOTE_EINVAL, "mote_task_group_spawn: task group is NULL");
   if (fn == nullptr) return fail(MOTE_EINVAL, "mote_task_group_spawn: function is NULL");
   try {
-    // Set before the spawn: once spawned, the task may be pending.
-    g->needs_wait.store(true, std::memory_order_relaxed);
     // A C function does not throw; a C++ one called through this API may, and
     // then the task_group records the exception and wait() reports MOTE_ETASK.
+    // From a worker of the group's runtime this is a push on its own pool.
     g->group.spawn([fn, arg] { fn(arg); });
-    return MOTE_OK;
   } catch (...) {
+    // Nothing was added (a forked child's runtime, out of memory), and
+    // needs_wait is still what it was.
     return fail_current("mote_task_group_spawn", MOTE_EINTERNAL);
   }
+  // After the spawn: the flag must be set by the time the task could be
+  // waited for, and a spawn from a task sets it before that task finishes.
+  // Read first, so that spawns from many workers do not all write one line.
+  if (!g->needs_wait.load(std::memory_order_relaxed)) {
+    g->needs_wait.store(true, std::memory_order_relaxed);
+  }
+  return MOTE_OK;
 }
 
 MOTE_C_API mote_status mote_task_group_wait(mote_task_group* g) {
   if (g == nullptr) return fail(MOTE_EINVAL, "mote_task_group_wait: task group is NULL");
+  std::exception_ptr error;
+  mote::task_group_status status = mote::task_group_status::complete;
   try {
-    g->group.wait();
-    g->needs_wait.store(false, std::memory_order_relaxed);
-    return MOTE_OK;
+    error = mote::detail::group_access::wait_for_all(g->group, &status);
   } catch (...) {
-    // wait() rethrows a task's exception only after every task is done, and
-    // leaves the group ready for reuse: nothing is pending any more.
-    g->needs_wait.store(false, std::memory_order_relaxed);
-    return fail_current("a task failed", MOTE_ETASK, /*as_task_failure=*/true);
+    // usage_error (another thread waits, or the tasks were left behind by
+    // fork()) and anything else thrown here: nothing was waited for, so the
+    // tasks may still be pending and needs_wait stays as it is.
+    return fail_current("mote_task_group_wait", MOTE_EINTERNAL);
   }
+  // Every task is done and the group is ready for reuse, failed or not.
+  g->needs_wait.store(false, std::memory_order_relaxed);
+  if (error) return fail_task(error);
+  if (status == mote::task_group_status::canceled) {
+    return fail(MOTE_ECANCELED,
+                "mote_task_group_wait: the group was cancelled; tasks that had not started did "
+                "not run");
+  }
+  return MOTE_OK;
+}
+
+MOTE_C_API mote_status mote_task_group_cancel(mote_task_group* g) {
+  if (g == nullptr) return fail(MOTE_EINVAL, "mote_task_group_cancel: task group is NULL");
+  g->group.cancel();
+  return MOTE_OK;
+}
+
+MOTE_C_API int mote_task_group_is_cancelled(const mote_task_group* g) {
+  if (g == nullptr) {
+    fail(MOTE_EINVAL, "mote_task_group_is_cancelled: task group is NULL");
+    return 0;
+  }
+  return g->group.is_cancelled() ? 1 : 0;
 }
 
 MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g) {
   if (g == nullptr) return fail(MOTE_EINVAL, "mote_task_group_destroy: task group is NULL");
-  if (g->needs_wait.load(std::memory_order_relaxed)) {
+  // In a forked child the pending tasks belong to the parent's workers: they
+  // never run here and nothing can touch the group, whose destructor then
+  // returns without waiting. Anywhere else, pending tasks point at the group.
+  if (g->needs_wait.load(std::memory_order_relaxed) &&
+      !mote::detail::group_access::orphaned(g->group)) {
     return fail(MOTE_EBUSY,
                 "mote_task_group_destroy: tasks were spawned since the last "
                 "mote_task_group_wait; wait for them first");
@@ -211,6 +284,36 @@ MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g) {
   } catch (...) {
     owner->live_groups.fetch_sub(1, std::memory_order_relaxed);
     return fail_current("mote_task_group_destroy", MOTE_EINTERNAL);
+  }
+}
+
+// ---- Fork-join ---------------------------------------------------------------
+
+MOTE_C_API mote_status mote_run(mote_runtime* rt, void (*fn)(void*), void* arg) {
+  if (rt == nullptr) return fail(MOTE_EINVAL, "mote_run: runtime is NULL");
+  if (fn == nullptr) return fail(MOTE_EINVAL, "mote_run: function is NULL");
+  try {
+    // From a worker of rt, run() calls the lambda right here.
+    rt->rt.run([fn, arg] { call_task(fn, arg); });
+    return MOTE_OK;
+  } catch (const task_failure& f) {
+    return fail_task(f.error);
+  } catch (...) {
+    return fail_current("mote_run", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API mote_status mote_join(void (*f)(void*), void* a, void (*g)(void*), void* b) {
+  if (f == nullptr || g == nullptr) return fail(MOTE_EINVAL, "mote_join: function is NULL");
+  try {
+    // Through task_failure rather than caught in the lambdas, so that join
+    // still cancels g when f fails before g started.
+    mote::join([f, a] { call_task(f, a); }, [g, b] { call_task(g, b); });
+    return MOTE_OK;
+  } catch (const task_failure& e) {
+    return fail_task(e.error);
+  } catch (...) {
+    return fail_current("mote_join", MOTE_EINTERNAL);  // e.g. a bad MOTE_* for the default runtime
   }
 }
 
@@ -251,11 +354,14 @@ MOTE_C_API mote_status mote_assistant_submit(mote_assistant* a, void (*fn)(void*
     return fail(MOTE_ENOTOWNER, "mote_assistant_submit: called from a thread other than the owner");
   }
   try {
-    a->a.submit(fn, arg);
+    // Wrapped, so that wait() tells a task's exception (task_failure) from
+    // its own usage_error. The closure is two pointers: it fits in the ring.
+    a->a.submit([fn, arg] { call_task(fn, arg); });
     return MOTE_OK;
+  } catch (const task_failure& f) {
+    return fail_task(f.error);  // the ring was full and fn ran here
   } catch (...) {
-    // Only a C++ function run inline (ring full) can throw here.
-    return fail_current("a task failed", MOTE_ETASK, /*as_task_failure=*/true);
+    return fail_current("mote_assistant_submit", MOTE_EINTERNAL);
   }
 }
 
@@ -267,10 +373,10 @@ MOTE_C_API mote_status mote_assistant_wait(mote_assistant* a) {
   try {
     a->a.wait();
     return MOTE_OK;
-  } catch (const std::logic_error& e) {
-    return fail(MOTE_EINTERNAL, "mote_assistant_wait: ", e.what());  // e.g. used after fork()
+  } catch (const task_failure& f) {
+    return fail_task(f.error);
   } catch (...) {
-    return fail_current("a task failed", MOTE_ETASK, /*as_task_failure=*/true);
+    return fail_current("mote_assistant_wait", MOTE_EINTERNAL);  // usage_error after fork()
   }
 }
 
@@ -297,7 +403,8 @@ MOTE_C_API int mote_assistant_cpu(const mote_assistant* a) {
 MOTE_C_API mote_status mote_assistant_destroy(mote_assistant* a) {
   if (a == nullptr) return fail(MOTE_EINVAL, "mote_assistant_destroy: assistant is NULL");
   if (!a->a.is_owner()) {
-    return fail(MOTE_ENOTOWNER, "mote_assistant_destroy: called from a thread other than the owner");
+    return fail(MOTE_ENOTOWNER,
+                "mote_assistant_destroy: called from a thread other than the owner");
   }
   delete a;  // waits for the submitted tasks; never throws
   return MOTE_OK;
@@ -321,6 +428,10 @@ MOTE_C_API const char* mote_strerror(mote_status status) {
       return "internal error";
     case MOTE_ENOTOWNER:
       return "called from a thread that does not own the object";
+    case MOTE_EUSAGE:
+      return "a use that mote does not allow";
+    case MOTE_ECANCELED:
+      return "the group was cancelled";
   }
   return "unknown status";
 }

@@ -307,7 +307,7 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
     }
     cfg.deque_capacity = cap;
   } else {
-    cfg.deque_capacity = worker::kDefaultCapacity;
+    cfg.deque_capacity = split_deque::kDefaultCapacity;
   }
   cfg.assistants = options.assistants;
   if (const auto env = read_env("MOTE_STATS")) {

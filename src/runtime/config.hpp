@@ -16,7 +16,7 @@ struct resolved_config {
   std::vector<int> worker_cpus;           // one per worker: an os cpu index, or -1 (unpinned)
   std::chrono::nanoseconds spin{100000};
   scheduler_policy policy = scheduler_policy::work_stealing;
-  std::uint32_t deque_capacity = worker::kDefaultCapacity;
+  std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;
   bool stats = false;                     // MOTE_STATS=1
 };

@@ -1,5 +1,12 @@
 // The compiled side of a runtime: worker threads, the injection queue through
 // which other threads hand in work, and the parking protocol.
+//
+// Where the pieces live: runtime.cpp (creation, destruction, the facade),
+// worker_loop.cpp (the worker loop, finding work, parking and waking),
+// injection.cpp (work from threads that are not workers), fork.cpp (fork()),
+// cpu_registry.cpp (oversubscription, CPUs for assistants), stats.cpp
+// (MOTE_STATS output), worker.cpp and split_deque.cpp (the deques, stealing,
+// join's wait).
 #pragma once
 
 #include <atomic>
@@ -17,14 +24,17 @@
 
 namespace mote::detail {
 
-// The CPUs that the workers of live runtimes are pinned to (with repeats), so
-// that an assistant can keep off them.
-std::vector<int> cpus_with_workers();
+// ---- fork() (fork.cpp) --------------------------------------------------------
 
 // The number of fork()s this process descends from (0 in the original
 // process); installs the fork handlers on first use. An object that owns
 // threads records it, and knows itself orphaned in a child when it changed.
 std::uint64_t current_fork_generation();
+// Locks that a child process may take, held across fork() by the prepare
+// handler so that the child never inherits one held by a thread it lacks.
+std::mutex& default_runtime_mutex();
+std::mutex& spinner_registry_mutex();
+void forget_spinners_in_child() noexcept;  // cpu_registry.cpp
 
 class runtime_impl {
  public:
@@ -48,40 +58,43 @@ class runtime_impl {
   bool orphaned() const noexcept;
   void check_not_orphaned() const;
 
-  // A task for `self` to run: injected work first (it has waited longest),
-  // then a steal from a random victim. nullptr when there is none. Worker only.
-  task* find_work(worker& self) noexcept;
+  // Finds one task for `self` and runs it: the newest of its own pool (the
+  // task_group tasks it spawned), else injected work (it has waited
+  // longest), else a steal from a random victim. False when there was none.
+  // Worker of this runtime only.
+  bool help_once(worker& self) noexcept;
 
   // Wakes one parked idle worker, if any is parked. Called after work became
-  // visible to thieves (grow_shared's CAS, a successful steal that left more,
-  // an injection). The seq_cst load of idle_sleepers_ pairs with the seq_cst
+  // visible to thieves (grow_shared's CAS, a steal that left more, an
+  // injection). The seq_cst load of idle_sleepers_ pairs with the seq_cst
   // increment in park(): either the parker sees the new work in its last look,
   // or this load sees the parker.
   void notify_one() noexcept {
     if (idle_sleepers_.load(std::memory_order_seq_cst) != 0) wake_one();
   }
 
-  // Group completion: wakes threads parked in task_group::wait(). Touches only
-  // the runtime, never the group, which its waiter may already have destroyed.
-  void notify_group_waiters() noexcept {
-    if (group_waiters_.load(std::memory_order_seq_cst) != 0) {
-      group_epoch_.fetch_add(1, std::memory_order_seq_cst);
-      futex_wake(&group_epoch_, -1);
-    }
-  }
-  std::atomic<std::uint32_t> group_waiters_{0};
-  std::atomic<std::uint32_t> group_epoch_{0};
-
  private:
+  // The states of worker::park_word(): awake; announced (about to sleep, and
+  // looking for work one last time); asleep on the futex.
+  static constexpr std::uint32_t kAwake = 0;
+  static constexpr std::uint32_t kAnnounced = 1;
+  static constexpr std::uint32_t kSleeping = 2;
+
   void worker_main(unsigned index);
-  void print_stats() const;
+  void print_stats() const;  // stats.cpp
   // Sleeps until notify_one(), unless work is visible or the runtime stops.
   void park(worker& self) noexcept;
-  // Wakes one parked worker (each parks on its own word, worker::parked_).
+  // Wakes one sleeping worker, or else cancels one announcement (that worker
+  // looks again instead of sleeping). Never spends a wake-up on a worker that
+  // is already awake or already woken.
   void wake_one() noexcept;
   // Wakes every parked worker; after stop_ is set.
   void wake_all() noexcept;
-  bool work_visible(worker& self) noexcept;
+  // The last look before sleeping: injected work, or shared tasks on any
+  // other worker. Asks every victim without shared tasks to share (see
+  // split_deque::has_shared_else_ask), so one with private work does so on
+  // its next push, which notifies.
+  bool work_visible_else_ask(worker& self) noexcept;
   task* take_injected() noexcept;
 
   resolved_config config_;
@@ -91,9 +104,9 @@ class runtime_impl {
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;
 
-  // Injection queue: rare (one entry per external call or foreign spawn), so a
-  // mutex is the right tool. inject_count_ lets workers skip the lock when the
-  // queue is empty; it is written under the mutex, read without it.
+  // Injection queue: rare (one entry per external call or outside spawn), so
+  // a mutex is the right tool. inject_count_ lets workers skip the lock when
+  // the queue is empty; it is written under the mutex, read without it.
   std::mutex inject_mutex_;
   std::deque<task*> inject_;
   std::atomic<std::size_t> inject_count_{0};

@@ -1,177 +1,327 @@
+// mote::task_group: counting, waiting, cancellation. docs/design.md ("Task
+// groups") has the argument; the comments give each ordering's pairing.
 #include "mote/task_group.hpp"
 
+#include <climits>
 #include <cstdint>
 #include <exception>
-#include <stdexcept>
 
+#include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 
 namespace mote {
 
+namespace detail {
+std::atomic<std::uint32_t> group_cancel_epoch{0};
+std::atomic<std::uint32_t> group_cancels_active{0};
+}  // namespace detail
+
 namespace {
 detail::runtime_impl& runtime_for_caller() {
   detail::worker* w = detail::current_worker;
-  return w ? w->runtime() : runtime::default_runtime().impl();
+  return w ? w->runtime() : detail::runtime_access::impl(runtime::default_runtime());
 }
 }  // namespace
 
-task_group::task_group() : task_group(*runtime_for_caller().facade()) {}
+task_group::task_group() { construct(runtime_for_caller(), true); }
+task_group::task_group(runtime& rt) { construct(detail::runtime_access::impl(rt), true); }
+task_group::task_group(isolated_t) { construct(runtime_for_caller(), false); }
+task_group::task_group(runtime& rt, isolated_t) { construct(detail::runtime_access::impl(rt), false); }
 
-task_group::task_group(runtime& rt) : runtime_(&rt.impl()), owner_(nullptr) {
+void task_group::construct(detail::runtime_impl& rt, bool bound) {
+  runtime_ = &rt;
   detail::worker* w = detail::current_worker;
-  if (w != nullptr && &w->runtime() == runtime_) {
-    owner_ = w;
-    base_ = top_ = w->depth();
-    context_ = w->context();
+  if (w != nullptr && &w->runtime() == runtime_) owner_ = w;
+  if (bound && w != nullptr) parent_ = w->current_group();
+  // The epoch first, the parents second: a cancellation after this read moves
+  // the epoch past it, so the next is_cancelled() looks again.
+  const std::uint32_t epoch = detail::group_cancel_epoch.load(std::memory_order_acquire);
+  seen_epoch_.store(epoch, std::memory_order_relaxed);
+  if (parent_ != nullptr && detail::group_cancels_active.load(std::memory_order_acquire) != 0 &&
+      parent_->is_cancelled()) {
+    cancel();
   }
 }
 
 // NOLINTNEXTLINE(bugprone-exception-escape): throws missing_wait by design
 task_group::~task_group() noexcept(false) {
-  if (local_count_ == 0 && pending_.load(std::memory_order_acquire) == 0) return;
-  // Forgotten wait: cancel what has not started, wait for what has, and then
-  // say so. Nothing is left running against this destroyed frame.
-  cancel();
-  const bool unwinding = std::uncaught_exceptions() > 0;
-  try {
-    wait();
-  } catch (...) {
-    // The group's own failures are superseded by the missing wait below, or by
-    // the exception already propagating.
+  const bool spawned_since_wait =
+      owner_spawned_.load(std::memory_order_relaxed) ||
+      (remote_.load(std::memory_order_acquire) >> 40) != waited_version_;
+  if (!spawned_since_wait) {
+    if (MOTE_UNLIKELY(flags_.load(std::memory_order_relaxed) & kCancelled)) uncancel();
+    return;
   }
-  if (!unwinding) throw missing_wait("mote::task_group destroyed with tasks it never waited for");
+  // In a child process after fork(): the tasks belong to the parent's
+  // workers, and no thread of this process can run or touch them.
+  if (runtime_->orphaned()) return;
+  // Forgotten wait: cancel what has not started, wait for what has, and then
+  // say so. Nothing is left to run against this destroyed group.
+  cancel();
+  await(detail::current_worker);
+  uncancel();
+  if (std::uncaught_exceptions() == 0) {
+    throw missing_wait("mote::task_group destroyed with tasks spawned since its last wait()");
+  }
 }
 
-void task_group::cancel() noexcept { cancelled_.store(true, std::memory_order_relaxed); }
+void task_group::cancel() noexcept {
+  if (flags_.fetch_or(kCancelled, std::memory_order_relaxed) & kCancelled) return;
+  // Release, both: a task that sees either count sees the flag set above
+  // (the epoch is what bound groups compare; the active count is what every
+  // task start looks at first).
+  detail::group_cancels_active.fetch_add(1, std::memory_order_release);
+  detail::group_cancel_epoch.fetch_add(1, std::memory_order_release);
+}
+
+void task_group::uncancel() noexcept {
+  if (flags_.fetch_and(~kCancelled, std::memory_order_relaxed) & kCancelled) {
+    detail::group_cancels_active.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+bool task_group::cancelled_through_parents(std::uint32_t epoch) const noexcept {
+  // Every parent is alive: a bound group lives inside a task of its parent,
+  // which its parent waits for (and so on up).
+  for (const task_group* p = parent_; p != nullptr; p = p->parent_) {
+    if (p->flags_.load(std::memory_order_relaxed) & kCancelled) return true;
+  }
+  seen_epoch_.store(epoch, std::memory_order_relaxed);
+  return false;
+}
 
 void task_group::record_exception(std::exception_ptr e) noexcept {
-  bool expected = false;
-  // The winner writes error_ once; the release decrement in task_finished(),
-  // which follows, publishes it to wait()'s acquire load of pending_.
-  if (has_error_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
-    error_ = std::move(e);
-  }
+  // The first failure writes error_; the task's count-down, which follows,
+  // publishes it (release) to the waiter, which reads it after it sees the
+  // group finished (acquire).
+  if ((flags_.fetch_or(kFailed, std::memory_order_acq_rel) & kFailed) == 0) error_ = std::move(e);
   cancel();
 }
 
-void task_group::task_finished() noexcept {
-  // Read before the decrement: once pending_ reaches zero the waiter may
-  // destroy this group, so the wake-up below must not touch it.
-  detail::runtime_impl* rt = runtime_;
-  // seq_cst: Dekker pair with the waiter's increment of group_waiters_ then
-  // seq_cst load of pending_ (see park_waiter in wait()).
-  if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1) rt->notify_group_waiters();
+void task_group::finish_remote() noexcept {
+  std::atomic<std::uint64_t>* word = &remote_;
+  // Count down (and move the version). Release: the task's effects, and
+  // error_, reach whoever acquires the word after this. Once this is done the
+  // waiter may find the group finished and destroy it, so nothing below
+  // touches the group: the wake-up uses the word's address only.
+  const std::uint64_t old = word->fetch_add(kVersionOne - kCountOne, std::memory_order_release);
+  // The count went from 1 to 0 with a waiter parked: the waiter folded its
+  // private count in before parking, so zero here means finished (or, for a
+  // waiter that is not the owner, possibly finished: it looks again).
+  if (count_of(old) == 1 && waiters_of(old) != 0) detail::futex_wake(detail::futex_low_half(word), -1);
 }
 
-void task_group::spawn_task(detail::task* t) {
-  // Not at the owner's top (another thread, or a frame above other pushes):
-  // the deque's last-in-first-out discipline forbids pushing here, so the
-  // task goes through the runtime's injection queue.
-  runtime_->submit(t);
-}
-
-void task_group::wait() {
-  detail::worker* w = detail::current_worker;
-  if (owner_ != nullptr && w != owner_) {
-    throw std::logic_error(
-        "mote::task_group::wait: called on a thread other than the worker that created the group");
-  }
+void task_group::spawn_elsewhere(detail::group_task_base* t, detail::worker* w) {
+  // Counted before the task is visible: it may run and count itself down at
+  // once. Relaxed: the task's publication (a push, released by the deque's
+  // sharing CAS; the injection queue's mutex) orders this before its
+  // count-down.
+  remote_.fetch_add(kVersionOne + kCountOne, std::memory_order_relaxed);
   if (w != nullptr && &w->runtime() == runtime_) {
-    if (w == owner_ && local_count_ != 0) {
-      if (w->depth() != top_ || w->context() != context_) {
-        throw std::logic_error(
-            "mote::task_group::wait: called from a frame nested inside other parallel work "
-            "while the group's own tasks are still below it; wait from the frame that spawned them");
-      }
-      // Take back our own tasks, newest first; run those nobody stole. Until
-      // wait() returns, top_ matches no depth, so a spawn from inside a task
-      // run here goes through the injection queue instead of pushing between
-      // frames.
-      top_ = UINT32_MAX;
-      while (w->depth() > base_) {
-        w->share_if_wanted();
-        detail::task* t = w->top();
-        if (w->pop()) {
-          t->state.store(detail::task::kOwnerRun, std::memory_order_relaxed);
-          if (MOTE_UNLIKELY(w->instrumented())) {
-            w->note_task_begin(reinterpret_cast<const void*>(t->execute), false);
-            t->execute(t, *w);
-            w->note_task_end();
-          } else {
-            t->execute(t, *w);
-          }
-        } else {
-          // A thief has it and counts it down when done, maybe already.
-          pending_.fetch_add(1, std::memory_order_seq_cst);
-        }
-      }
-      local_count_ = 0;
-    } else if (w == owner_) {
-      top_ = UINT32_MAX;
+    // A worker of the group's runtime: on its own pool, where it and
+    // thieves find it.
+    if (w->pool().push(t)) return;
+    t->execute(t, *w);  // the pool is full: run it here
+    return;
+  }
+  try {
+    runtime_->submit(t);
+  } catch (...) {
+    // Not handed in (a forked child's runtime, out of memory): undo the count
+    // exactly, version included, so the group is as before the spawn. The
+    // caller destroys the record.
+    const std::uint64_t old = remote_.fetch_sub(kVersionOne + kCountOne, std::memory_order_relaxed);
+    if (count_of(old) == 1 && waiters_of(old) != 0) {
+      detail::futex_wake(detail::futex_low_half(&remote_), -1);
     }
-    // Help the runtime until the stolen and injected tasks are done too.
-    const bool traced_wait = w->instrumented() && pending_.load(std::memory_order_relaxed) != 0;
-    if (traced_wait) w->note_wait_begin(1);
-    const std::int64_t spin = runtime_->spin_ns();
-    std::int64_t idle_since = 0;
-    std::int64_t park_ns = 50'000;
-    while (pending_.load(std::memory_order_acquire) != 0) {
-      w->share_if_wanted();  // in case our tasks sit below frames still running here
-      if (detail::task* t = runtime_->find_work(*w)) {
-        w->run_foreign(t);
-        idle_since = 0;
-        park_ns = 50'000;
-        continue;
-      }
-      const std::int64_t now = detail::now_ns();
-      if (idle_since == 0) idle_since = now;
-      if (now - idle_since < spin) {
-        for (int i = 0; i < 32; ++i) detail::cpu_pause();
-        continue;
-      }
-      // Park, with a timeout: new stealable work does not wake this thread.
-      runtime_->group_waiters_.fetch_add(1, std::memory_order_seq_cst);
-      const std::uint32_t epoch = runtime_->group_epoch_.load(std::memory_order_seq_cst);
-      if (pending_.load(std::memory_order_seq_cst) != 0) {
-        if (MOTE_UNLIKELY(w->instrumented())) {
-          w->note_park(true);
-          detail::futex_wait_for(&runtime_->group_epoch_, epoch, park_ns);
-          w->note_park(false);
-        } else {
-          detail::futex_wait_for(&runtime_->group_epoch_, epoch, park_ns);
-        }
-      }
-      runtime_->group_waiters_.fetch_sub(1, std::memory_order_seq_cst);
-      if (park_ns < 4'000'000) park_ns *= 2;
+    throw;
+  }
+}
+
+std::uint32_t task_group::pending_for_others() const noexcept {
+  // The owner's count and the shared one, read so that the shared one held
+  // still in between: then their sum is the pending count at the moment
+  // local_ was read. Acquire loads: a task that counted itself down published
+  // its effects; any spawn that happens before this wait is in what they read
+  // (write-read coherence), and spawns by tasks are counted before the
+  // spawning task counts itself down. The sum never reads low: every count
+  // goes up before its task is visible and down after it is finished (docs/design.md).
+  for (;;) {
+    const std::uint64_t before = remote_.load(std::memory_order_acquire);
+    const std::int64_t mine = local_.load(std::memory_order_acquire);
+    const std::uint64_t after = remote_.load(std::memory_order_acquire);
+    if ((before >> kCountShift) == (after >> kCountShift)) {
+      return static_cast<std::uint32_t>(mine) + count_of(before);
     }
-    if (traced_wait) w->note_wait_end();
-    if (w == owner_) top_ = base_;
+  }
+}
+
+void task_group::await(detail::worker* w) noexcept {
+  if (w != nullptr && w == owner_) {
+    await_as_owner(*w);
   } else {
-    wait_external();
+    await_elsewhere(w);
+  }
+}
+
+void task_group::await_as_owner(detail::worker& w) noexcept {
+  // The common case first, without a clock or a trace: take back the newest
+  // tasks of this worker's pool and run them, until the group is done. They
+  // are usually this group's own, and this loop is why a group of
+  // sub-microsecond tasks costs little more than the calls. When the newest
+  // is another group's it runs just the same: every pooled task is
+  // self-contained, and it may be holding ours below it.
+  const bool traced = w.instrumented();
+  for (;;) {
+    // The private count alone settles it while it is nonzero.
+    if (local_.load(std::memory_order_relaxed) == 0 && pending_for_owner() == 0) return;
+    detail::task* t = w.pool().pop_any();
+    if (t == nullptr) break;
+    if (MOTE_UNLIKELY(traced)) {
+      w.note_task_begin(reinterpret_cast<const void*>(t->execute), false);
+      t->execute(t, w);
+      w.note_task_end();
+    } else {
+      t->execute(t, w);
+    }
+  }
+  // The rest are stolen or elsewhere: help the runtime meanwhile, then park.
+  if (MOTE_UNLIKELY(traced)) w.note_wait_begin(1);
+  detail::idle_wait idle(runtime_->spin_ns());
+  while (pending_for_owner() != 0) {
+    if (runtime_->help_once(w)) {  // its own pool first
+      idle.reset();
+      continue;
+    }
+    if (idle.spin()) continue;
+    park_as_owner(w, idle.next_park_timeout());
+  }
+  if (MOTE_UNLIKELY(traced)) w.note_wait_end();
+}
+
+void task_group::park_as_owner(detail::worker& w, std::int64_t timeout_ns) noexcept {
+  // Fold the private count into the shared word and register as a waiter, in
+  // one read-modify-write: from then on the shared count is the whole count,
+  // so the task that takes it to zero knows that it finished the group, and
+  // wakes us (finish_remote). Only tasks that finish elsewhere are left to
+  // come, since this thread is here. acq_rel: acquire for what finishers
+  // released before it; release so that this RMW heads the sequence that
+  // later finishers extend.
+  const std::int64_t mine = local_.load(std::memory_order_relaxed);
+  local_.store(0, std::memory_order_relaxed);
+  const std::uint64_t add =
+      kVersionOne + (static_cast<std::uint64_t>(static_cast<std::uint32_t>(mine)) << kCountShift) + kWaiterOne;
+  const std::uint64_t now = remote_.fetch_add(add, std::memory_order_acq_rel) + add;
+  if (count_of(now) != 0) {
+    ++w.stats().wait_parks;
+    // The timeout: new stealable work elsewhere wakes nobody who waits here.
+    // The low half holds the waiters and the count's low bits; a count-down
+    // between the add above and the sleep changes it, and the sleep returns.
+    if (MOTE_UNLIKELY(w.instrumented())) w.note_park(true);
+    detail::futex_wait_for(detail::futex_low_half(&remote_), static_cast<std::uint32_t>(now), timeout_ns);
+    if (MOTE_UNLIKELY(w.instrumented())) w.note_park(false);
+  }
+  remote_.fetch_sub(kWaiterOne, std::memory_order_relaxed);
+}
+
+void task_group::await_elsewhere(detail::worker* w) noexcept {
+  if (pending_for_others() == 0) return;
+  // A worker (of this runtime or another) keeps its own runtime busy; any
+  // other thread sleeps at once, as it would on a mutex.
+  const bool helps = w != nullptr;
+  const bool traced = helps && w->instrumented();
+  if (MOTE_UNLIKELY(traced)) w->note_wait_begin(1);
+  detail::idle_wait idle(helps ? w->runtime().spin_ns() : 0);
+  while (pending_for_others() != 0) {
+    if (helps) {
+      if (w->runtime().help_once(*w)) {
+        idle.reset();
+        continue;
+      }
+      if (idle.spin()) continue;
+      ++w->stats().wait_parks;
+    }
+    // Without an owner every count is shared, and its last count-down wakes
+    // us. With one, its own completions wake nobody: look again now and then.
+    park_elsewhere(owner_ != nullptr ? idle.next_park_timeout() : -1);
+  }
+  if (MOTE_UNLIKELY(traced)) w->note_wait_end();
+}
+
+void task_group::park_elsewhere(std::int64_t timeout_ns) noexcept {
+  // Register, then look again (acquire loads in pending_for_others): a
+  // finisher whose count-down came before the registration is seen by the
+  // look; one after it sees the waiter and wakes us, or changes the word
+  // before we sleep (the futex compares it).
+  const std::uint64_t now = remote_.fetch_add(kWaiterOne, std::memory_order_acq_rel) + kWaiterOne;
+  if (pending_for_others() != 0) {
+    if (timeout_ns < 0) {
+      detail::futex_wait(detail::futex_low_half(&remote_), static_cast<std::uint32_t>(now));
+    } else {
+      detail::futex_wait_for(detail::futex_low_half(&remote_), static_cast<std::uint32_t>(now), timeout_ns);
+    }
+  }
+  remote_.fetch_sub(kWaiterOne, std::memory_order_relaxed);
+}
+
+std::exception_ptr task_group::wait_for_all(task_group_status* status) {
+  // Acquire: pairs with the release store that ends the previous wait, whose
+  // reset of the group this one must see.
+  if (waiting_.exchange(true, std::memory_order_acquire)) {
+    throw usage_error(
+        "mote::task_group::wait: another thread is waiting for the same group; wait from one "
+        "thread at a time");
+  }
+  struct end_wait {
+    std::atomic<bool>& waiting;
+    ~end_wait() { waiting.store(false, std::memory_order_release); }
+  } end{waiting_};
+
+  detail::worker* w = detail::current_worker;
+  if (MOTE_UNLIKELY(w != nullptr && w->inside_group(this))) {
+    throw usage_error(
+        "mote::task_group::wait: called from inside a task of the same group, which would wait "
+        "for itself; wait from the frame that owns the group");
+  }
+  if (MOTE_UNLIKELY(runtime_->orphaned())) {
+    if (pending(w)) {
+      throw usage_error(
+          "mote::task_group::wait: the group's runtime was created before fork(); its tasks "
+          "belong to the parent process and will not run in this one");
+    }
+  } else {
+    await(w);
   }
 
-  // Every task has finished; the acquire loads above made their writes, and
-  // error_, visible. Reset for reuse, then report the first failure.
+  // Every task has finished; the acquire loads that saw it made their
+  // writes, and error_, visible. Reset for reuse, then report the first
+  // failure.
   std::exception_ptr error;
-  if (has_error_.load(std::memory_order_acquire)) {
+  *status = is_cancelled() ? task_group_status::canceled : task_group_status::complete;
+  const std::uint32_t flags = flags_.load(std::memory_order_acquire);
+  if (flags & kFailed) {
     error = std::move(error_);
     error_ = nullptr;
-    has_error_.store(false, std::memory_order_relaxed);
   }
-  cancelled_.store(false, std::memory_order_relaxed);
-  if (error) std::rethrow_exception(error);
+  if (flags != 0) {
+    uncancel();
+    flags_.store(0, std::memory_order_relaxed);
+  }
+  // One epoch back: the next is_cancelled() looks at the parents again, in
+  // case one of them is still cancelled.
+  seen_epoch_.store(detail::group_cancel_epoch.load(std::memory_order_relaxed) - 1,
+                    std::memory_order_relaxed);
+  owner_spawned_.store(false, std::memory_order_relaxed);
+  waited_version_ = remote_.load(std::memory_order_relaxed) >> 40;
+  return error;
 }
 
-void task_group::wait_external() {
-  // Not a worker of this runtime: sleep until the last task wakes us.
-  while (pending_.load(std::memory_order_acquire) != 0) {
-    runtime_->group_waiters_.fetch_add(1, std::memory_order_seq_cst);
-    const std::uint32_t epoch = runtime_->group_epoch_.load(std::memory_order_seq_cst);
-    if (pending_.load(std::memory_order_seq_cst) != 0) {
-      detail::futex_wait(&runtime_->group_epoch_, epoch);
-    }
-    runtime_->group_waiters_.fetch_sub(1, std::memory_order_seq_cst);
-  }
+bool detail::group_access::orphaned(const task_group& g) noexcept { return g.runtime_->orphaned(); }
+
+task_group_status task_group::wait() {
+  task_group_status status = task_group_status::complete;
+  if (std::exception_ptr error = wait_for_all(&status)) std::rethrow_exception(error);
+  return status;
 }
 
 }  // namespace mote

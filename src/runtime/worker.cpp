@@ -1,163 +1,90 @@
-// The split deque's slow paths and the thief side. docs/design.md has the
-// whole protocol; the comments here give each ordering's pairing.
+// A worker's own side: join's wait for a stolen partner, stealing, running
+// tasks taken from elsewhere, the record cache and the event hooks.
+#include "mote/detail/worker.hpp"
+
 #include <cassert>
 
-#include "mote/detail/worker.hpp"
 #include "mote/trace.hpp"
+#include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 
 namespace mote::detail {
 
 constinit thread_local worker* current_worker __attribute__((tls_model("initial-exec"))) = nullptr;
 
-worker::worker(runtime_impl& rt, unsigned index, std::uint32_t capacity)
-    : push_limit_(capacity),
-      capacity_(capacity),
-      slots_(new std::atomic<task*>[capacity]),
+worker::worker(runtime_impl& rt, unsigned index, std::uint32_t capacity, std::uint32_t instrument,
+               trace_buffer* trace)
+    : frames_(&rt, capacity),
+      pool_(&rt, capacity),
       runtime_(&rt),
       index_(index),
-      rng_(0x9E3779B97F4A7C15ull * (index + 1)) {
-  for (std::uint32_t i = 0; i < capacity; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
-}
+      instrument_(instrument),
+      rng_(0x9E3779B97F4A7C15ull * (index + 1)),
+      trace_(trace) {}
 
-worker::~worker() { delete[] slots_; }
+worker::~worker() = default;
+
+task_cache::~task_cache() {
+  for (int c = 0; c < kClasses; ++c) {
+    while (free_block* b = head_[c]) {
+      head_[c] = b->next;
+      ::operator delete(b);
+    }
+  }
+}
 
 void task::finish(bool failed) noexcept {
   // Release: the task's results (written by the thief before this call) become
   // visible to the spawner's acquire load of `state` in wait_for(). After this
   // exchange the spawner may return and end the task's lifetime, so the wake
-  // below uses only the address: a private futex wake reads no memory there.
+  // below uses only the address (see futex_wake).
   if (state.exchange(failed ? kFailed : kDone, std::memory_order_acq_rel) == kParked) {
     futex_wake(&state, 1);
   }
 }
 
-void worker::grow_shared() noexcept {
-  const std::uint32_t private_count = head_ - split_;
-  // With nothing private there is nothing to share. The request stays set so
-  // the next push answers it (the thief that set it may be asleep by then).
-  if (private_count == 0) return;
-  push_limit_.store(capacity_, std::memory_order_relaxed);
-  // Share the older half (rounded up): the oldest tasks are the largest.
-  const std::uint32_t new_split = split_ + (private_count + 1) / 2;
-  std::uint64_t ts = tail_split_.load(std::memory_order_relaxed);
-  // seq_cst: (1) release, so that a thief whose CAS reads this value (or a
-  // later thief CAS in its release sequence) sees the slots written by push();
-  // (2) ordered before notify_one()'s seq_cst load of idle_sleepers_, the
-  // Dekker pair of park()'s increment-then-look.
-  while (!tail_split_.compare_exchange_weak(ts, pack(tail_of(ts), new_split),
-                                            std::memory_order_seq_cst,
-                                            std::memory_order_relaxed)) {
+task_group* worker::group_of_frame(std::uint32_t index) const noexcept {
+  // Acquire: pairs with enter_group()'s release store of level_; the entries
+  // below the level read are written. The levels that enclose the record at
+  // `index` hold still (they end only after its join); deeper ones, which may
+  // change meanwhile, all began after the record was pushed, so their start
+  // depth is above `index` and the scan stops at them.
+  const std::uint32_t level = level_.load(std::memory_order_acquire);
+  const std::uint32_t recorded = level < kLevels ? level : kLevels;
+  task_group* group = nullptr;
+  for (std::uint32_t k = 0; k < recorded; ++k) {
+    if (levels_[k].start_depth.load(std::memory_order_relaxed) > index) break;
+    group = levels_[k].group.load(std::memory_order_relaxed);
   }
-  split_ = new_split;
-  ++stats_.shares;
-  runtime_->notify_one();
+  return group;
 }
 
-bool worker::push_slow(task* t) noexcept {
-  const bool fits = head_ < capacity_;
-  if (fits) {
-    slots_[head_].store(t, std::memory_order_relaxed);
-    ++head_;
+task* worker::steal_from(worker& victim, task_group** context) noexcept {
+  std::uint32_t index = 0;
+  task* t = victim.frames_.steal(*this, &index);
+  if (t != nullptr) {
+    // A join's branch: it runs inside the group its spawner was in.
+    *context = victim.group_of_frame(index);
+  } else {
+    t = victim.pool_.steal(*this, &index);
+    // A pooled task: it enters its own group when it runs.
+    *context = nullptr;
   }
-  if (push_limit_.load(std::memory_order_relaxed) == 0) grow_shared();
-  return fits;
-}
-
-bool worker::pop_shared() noexcept {
-  assert(head_ == split_);
-  if (head_ == 0) return false;  // unreachable from balanced code
-  std::uint64_t ts = tail_split_.load(std::memory_order_relaxed);
-  for (;;) {
-    const std::uint32_t tail = tail_of(ts);
-    const std::uint32_t split = split_of(ts);
-    if (tail >= split) break;
-    // Shrink the shared part to its older half so the top task is private
-    // again: new_split <= split - 1 because tail < split. The CAS fails only
-    // when a thief moved tail; then look again. Relaxed would suffice for
-    // exclusion (one modification order on tail_split_); acq_rel keeps this
-    // RMW a clean link in the release sequence that thieves acquire.
-    const std::uint32_t new_split = tail + (split - tail) / 2;
-    if (tail_split_.compare_exchange_weak(ts, pack(tail, new_split), std::memory_order_acq_rel,
-                                          std::memory_order_relaxed)) {
-      split_ = new_split;
-      --head_;
-      ++stats_.shrinks;
-      return true;
-    }
-  }
-  // tail == split == head_: thieves took every shared task, the top one too.
-  // Before this slot can be reused, the thief must have read it: it then
-  // replaces it with its tagged address (release), paired with this acquire
-  // load. The window is a few instructions unless the thief was preempted.
-  const std::uint32_t top = head_ - 1;
-  backoff wait;
-  std::uintptr_t mark;
-  while (((mark = reinterpret_cast<std::uintptr_t>(slots_[top].load(std::memory_order_acquire))) &
-          kStolenTag) == 0) {
-    wait.pause();
-  }
-  last_thief_ = reinterpret_cast<worker*>(mark & ~kStolenTag);
-  ++stats_.stolen_pops;
-  head_ = top;
-  split_ = top;
-  // No thief can be mid-CAS on a state with tail < split (there is none), so
-  // a plain store resets the empty shared part to the new top.
-  tail_split_.store(pack(top, top), std::memory_order_relaxed);
-  return false;
-}
-
-task* worker::steal_from(worker& victim) noexcept {
-  std::uint64_t ts = victim.tail_split_.load(std::memory_order_acquire);
-  const std::uint32_t tail = tail_of(ts);
-  const std::uint32_t split = split_of(ts);
-  if (tail >= split) {
+  // The bookkeeping comes after the steal marked the slot: the owner may be
+  // waiting for that mark.
+  if (t != nullptr) {
+    ++stats_.steals;
+    if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::steal, victim.index_);
+  } else {
     ++stats_.failed_steals;
     if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::failed_steal, victim.index_);
-    // Ask the owner to share. Read first: writing an already-set flag would
-    // pull the line away from the owner for nothing.
-    if (victim.push_limit_.load(std::memory_order_relaxed) != 0) {
-      victim.push_limit_.store(0, std::memory_order_relaxed);
-    }
-    return nullptr;
   }
-  // Acquire: pairs with the owner's release CAS in grow_shared() (or a thief
-  // CAS in its release sequence), so the slot below holds the owner's task.
-  if (!victim.tail_split_.compare_exchange_strong(ts, pack(tail + 1, split),
-                                                  std::memory_order_acq_rel,
-                                                  std::memory_order_relaxed)) {
-    ++stats_.failed_steals;
-    if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::failed_steal, victim.index_);
-    return nullptr;
-  }
-  ++stats_.steals;
-  if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::steal, victim.index_);
-  task* t = victim.slots_[tail].load(std::memory_order_relaxed);
-  // Release: the owner reuses this slot only after seeing our mark (the
-  // acquire loop in pop_shared()), so our read above happens before its write.
-  victim.slots_[tail].store(
-      reinterpret_cast<task*>(reinterpret_cast<std::uintptr_t>(this) | kStolenTag),
-      std::memory_order_release);
-  // More shared tasks left there: let another sleeper come for them.
-  if (tail + 1 < split) runtime_->notify_one();
   return t;
 }
 
-bool worker::has_shared_work(worker& victim) noexcept {
-  // seq_cst: the look in park() must not be reordered before the increment of
-  // idle_sleepers_ (see runtime_impl::notify_one).
-  const std::uint64_t ts = victim.tail_split_.load(std::memory_order_seq_cst);
-  if (tail_of(ts) < split_of(ts)) return true;
-  if (victim.push_limit_.load(std::memory_order_seq_cst) != 0) {
-    victim.push_limit_.store(0, std::memory_order_seq_cst);
-  }
-  return false;
-}
-
-void worker::run_foreign(task* t) noexcept {
-  [[maybe_unused]] const std::uint32_t depth = head_;
-  const std::uint64_t outer = context_;
-  context_ = ++context_seq_;
+void worker::run_task(task* t, task_group* context) noexcept {
+  [[maybe_unused]] const std::uint32_t depth = frames_.depth();
+  const std::uint32_t level = enter_group(context);
   if (MOTE_UNLIKELY(instrument_ != 0)) {
     note_task_begin(reinterpret_cast<const void*>(t->execute), false);
     t->execute(t, *this);
@@ -165,43 +92,39 @@ void worker::run_foreign(task* t) noexcept {
   } else {
     t->execute(t, *this);
   }
-  context_ = outer;
-  // Every model pops what it pushes before its task ends.
-  assert(head_ == depth);
+  leave_group(level);
+  // Every model pops the join records it pushes before its task ends.
+  assert(frames_.depth() == depth);
 }
 
-std::uint32_t worker::wait_for(task* t) noexcept {
-  worker* const thief = last_thief_;
-  const std::int64_t spin = runtime_->spin_ns();
-  std::int64_t idle_since = 0;
-  std::int64_t park_ns = 50'000;
-  unsigned round = 0;
+std::uint32_t worker::wait_for(task* t, worker& thief) noexcept {
+  idle_wait idle(runtime_->spin_ns(), 2);
   for (;;) {
     // Acquire: pairs with finish()'s release exchange; the results are ours.
     const std::uint32_t state = t->state.load(std::memory_order_acquire);
     if (state >= task::kDone) {
       // The thief has just finished t and is probably looking for work: share
-      // the next push at once instead of waiting for it to ask (a relaxed
-      // store to our own word; grow_shared() restores the limit).
-      push_limit_.store(0, std::memory_order_relaxed);
+      // the next push at once instead of waiting for it to ask.
+      frames_.share_next_push();
       return state;
     }
     if (state == task::kRunning) {
-      // Leapfrog: whatever the thief has shared belongs to t's subtree.
-      if (task* x = steal_from(*thief)) {
-        run_foreign(x);
-        idle_since = 0;
-        park_ns = 50'000;
+      // Leapfrog: what the thief has shared is, in the usual case, t's
+      // subtree (a thief steals when its own deques are empty, except one
+      // that was itself leapfrogging). Then this worker's own pool:
+      // task_group tasks that would otherwise wait for an idle thief.
+      task_group* context = nullptr;
+      if (task* x = steal_from(thief, &context)) {
+        run_task(x, context);
+        idle.reset();
         continue;
       }
-      // Look at t every couple of pauses: a sub-microsecond task should not
-      // wait microseconds to be noticed. The clock is read every 16 rounds.
-      cpu_pause();
-      cpu_pause();
-      if ((++round & 15) != 0) continue;
-      const std::int64_t now = now_ns();
-      if (idle_since == 0) idle_since = now;
-      if (now - idle_since < spin) continue;
+      if (task* x = pool_.pop_any()) {
+        run_task(x, nullptr);
+        idle.reset();
+        continue;
+      }
+      if (idle.spin()) continue;
       std::uint32_t expected = task::kRunning;
       // Announce that we sleep; finish() sees kParked and wakes us.
       if (!t->state.compare_exchange_strong(expected, task::kParked, std::memory_order_acq_rel,
@@ -209,16 +132,12 @@ std::uint32_t worker::wait_for(task* t) noexcept {
         continue;  // it finished meanwhile
       }
     }
-    // Parked. The timeout lets us look at the thief's deque again now and
+    // Parked. The timeout lets us look at the thief's deques again now and
     // then, since nothing wakes us for the work that appears there.
-    if (MOTE_UNLIKELY(instrument_ != 0)) {
-      note_park(true);
-      futex_wait_for(&t->state, task::kParked, park_ns);
-      note_park(false);
-    } else {
-      futex_wait_for(&t->state, task::kParked, park_ns);
-    }
-    if (park_ns < 4'000'000) park_ns *= 2;
+    ++stats_.wait_parks;
+    if (MOTE_UNLIKELY(instrument_ != 0)) note_park(true);
+    futex_wait_for(&t->state, task::kParked, idle.next_park_timeout());
+    if (MOTE_UNLIKELY(instrument_ != 0)) note_park(false);
     std::uint32_t parked = task::kParked;
     t->state.compare_exchange_strong(parked, task::kRunning, std::memory_order_acq_rel,
                                      std::memory_order_acquire);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -39,8 +40,22 @@ MOTE_API void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expecte
 // Same, but gives up after timeout_ns nanoseconds.
 MOTE_API void futex_wait_for(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                              std::int64_t timeout_ns) noexcept;
-// Wake up to `count` threads blocked on word.
+// Wake up to `count` threads blocked on word (all of them when count < 0).
+// Reads no memory at `word`: a private futex is keyed by its address alone, so
+// a thread may wake waiters on a word whose object another thread has just
+// destroyed (a finished task, a finished group); a stray wake-up of whatever
+// lives there now is harmless, because every futex waiter looks again.
 MOTE_API void futex_wake(std::atomic<std::uint32_t>* word, int count) noexcept;
+
+// The low 32 bits of a 64-bit atomic word, as a futex word. Waiters sleep on
+// it while those bits are unchanged; the word's writers keep every change a
+// waiter cares about inside them. Only its address is used (by the futex
+// calls), never a load or store through it.
+inline std::atomic<std::uint32_t>* futex_low_half(std::atomic<std::uint64_t>* word) noexcept {
+  static_assert(std::endian::native == std::endian::little, "the low half lies first in memory");
+  static_assert(sizeof(std::atomic<std::uint64_t>) == 8 && alignof(std::atomic<std::uint64_t>) == 8);
+  return reinterpret_cast<std::atomic<std::uint32_t>*>(word);
+}
 
 // Monotonic nanoseconds, for spin windows and statistics.
 MOTE_API std::int64_t now_ns() noexcept;
@@ -70,6 +85,22 @@ class backoff {
 };
 
 }  // namespace mote::detail
+
+// Task records are recycled through per-worker caches (worker.hpp), which
+// would hide a use-after-free of a record from AddressSanitizer: a freed block
+// is reused, never poisoned. ASan builds give every record back to the
+// allocator instead. (Blocks are interchangeable, so code built either way
+// can share a runtime.)
+#if defined(__SANITIZE_ADDRESS__)
+#  define MOTE_TASK_CACHE 0
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define MOTE_TASK_CACHE 0
+#  endif
+#endif
+#ifndef MOTE_TASK_CACHE
+#  define MOTE_TASK_CACHE 1
+#endif
 
 #if defined(__GNUC__)
 #  define MOTE_LIKELY(x) __builtin_expect(!!(x), 1)

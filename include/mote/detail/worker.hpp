@@ -1,62 +1,31 @@
-// Workers and their split deques: the inline fast path of fork-join.
+// A worker: one thread of a runtime, its two deques and its other state.
 //
-// Each worker owns one deque of task pointers, split in two (the Lace split
-// deque, van Dijk and van de Pol, Euro-Par 2014): entries at or above `split`
-// are private to the owner, who pushes and pops them with plain loads and
-// stores; entries in [tail, split) are shared, and thieves take the oldest one
-// with a compare-and-swap on the packed {tail, split} word. The owner moves the
-// split point only when thieves ask for work (`push_limit_` = 0) or when its
-// private part is empty, so a spawn and a join that nobody disturbs cost a few
-// stores, one relaxed load and no atomic read-modify-write.
-//
-// docs/design.md states the protocol and the memory-order argument in full.
+// The deques (split_deque.hpp) are what thieves touch; each keeps its shared
+// line apart from its owner-private one. The rest is the thread's own:
+// statistics, trace buffer, the cache of task records, the random state for
+// choosing victims, its assistant, and the stack of task groups it is running
+// tasks of (read by thieves, to tell which group a stolen join belongs to).
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "mote/detail/platform.hpp"
+#include "mote/detail/split_deque.hpp"
+#include "mote/detail/task.hpp"
 #include "mote/export.hpp"
 
 namespace mote {
 class assistant;
-}
+class task_group;
+}  // namespace mote
 
 namespace mote::detail {
 
-class worker;
 class trace_buffer;
 class runtime_impl;
-
-// A unit of work that a thief may run. Lives in its spawner's stack frame
-// (join) or on the heap (task_group). Two words, both written before the push:
-// the fast path of join pays for nothing else.
-struct task {
-  using execute_fn = void (*)(task*, worker&) noexcept;
-
-  // Runs the task on a worker other than its spawner (stolen), or on its
-  // spawner when popped generically (task_group). Written by the spawner before
-  // the push; read by the thief after the acquire CAS in steal_from().
-  execute_fn execute;
-  // kRunning until a thief that ran it calls finish(); kParked while the
-  // spawner sleeps on it. finish() publishes the task's results with a release
-  // exchange that pairs with the acquire load in worker::wait_for().
-  std::atomic<std::uint32_t> state;
-
-  static constexpr std::uint32_t kRunning = 0;
-  static constexpr std::uint32_t kParked = 1;
-  static constexpr std::uint32_t kDone = 2;
-  static constexpr std::uint32_t kFailed = 3;  // done, and an exception is stored
-  // A task_group task that its owner popped back and runs itself (owner-private).
-  static constexpr std::uint32_t kOwnerRun = 4;
-
-  void init(execute_fn fn) noexcept {
-    execute = fn;
-    state.store(kRunning, std::memory_order_relaxed);
-  }
-  // Called by the thief that ran a stolen task, as its last access to it.
-  MOTE_API void finish(bool failed) noexcept;
-};
 
 // The worker the calling thread is, or nullptr for any other thread.
 // Initial-exec TLS: one %fs-relative load, no __tls_get_addr call, which is
@@ -67,9 +36,9 @@ MOTE_API extern constinit thread_local worker* current_worker
 
 // Per-worker event counts. The first group is kept on slow paths only, always;
 // the second only while the worker is instrumented (MOTE_STATS=1 or
-// MOTE_TRACE), so the fast path of join counts nothing otherwise. Each worker
-// writes its own; they are read when the runtime ends, after the workers have
-// been joined.
+// MOTE_TRACE), so the fast paths count nothing otherwise. Each worker writes
+// its own; they are read when the runtime ends, after the workers have been
+// joined.
 struct worker_stats {
   std::uint64_t tasks = 0;           // tasks run here (inline or taken from elsewhere)
   std::uint64_t spawns = 0;          // join and task_group spawns made here
@@ -78,10 +47,8 @@ struct worker_stats {
   std::int64_t ended_ns = 0;
   std::uint64_t steals = 0;          // tasks this worker stole
   std::uint64_t failed_steals = 0;   // steal attempts that found nothing
-  std::uint64_t shares = 0;          // grow_shared: private tasks made stealable
-  std::uint64_t shrinks = 0;         // pop_shared took a shared task back
-  std::uint64_t stolen_pops = 0;     // pops that found their task stolen
-  std::uint64_t parks = 0;           // sleeps on the idle futex
+  std::uint64_t parks = 0;           // idle sleeps (nothing to do)
+  std::uint64_t wait_parks = 0;      // sleeps inside a join, group or run() wait
   std::uint64_t injected = 0;        // tasks taken from the injection queue
 };
 
@@ -93,61 +60,138 @@ inline constexpr std::uint32_t kInstrumentTrace = 2;
 // thread's current_worker slot. Cheap (an %fs-relative address).
 inline const void* thread_token() noexcept { return &current_worker; }
 
+// Memory for task_group's task records: per-worker free lists of a few block
+// sizes, so that a spawn and the end of a task cost a few instructions rather
+// than a trip to malloc. Blocks are operator-new memory of exactly their
+// class's size, so they are interchangeable: a block taken on one worker and
+// given back on another (by a thief), or allocated by a thread that is not a
+// worker, simply joins the list of the worker that frees it. Owner only.
+class task_cache {
+ public:
+  static constexpr std::size_t kSmallest = 64;
+  static constexpr int kClasses = 5;  // 64, 128, 256, 512 and 1024 bytes
+  static constexpr std::size_t kLargest = kSmallest << (kClasses - 1);
+  // Blocks kept per class; more are returned to the system allocator. A
+  // worker that runs what others spawn (a thief) would otherwise hoard them.
+  static constexpr std::uint32_t kKeep = 512;
+
+  // The class of a record of `bytes`; kClasses when it is too large (such
+  // records use operator new directly).
+  static constexpr int class_of(std::size_t bytes) noexcept {
+    int c = 0;
+    while (c < kClasses && (kSmallest << c) < bytes) ++c;
+    return c;
+  }
+  static constexpr std::size_t size_of(int cls) noexcept { return kSmallest << cls; }
+
+  void* take(int cls) {
+#if MOTE_TASK_CACHE
+    if (free_block* b = head_[cls]) {
+      head_[cls] = b->next;
+      --count_[cls];
+      return b;
+    }
+#endif
+    return ::operator new(size_of(cls));
+  }
+  void give(void* p, int cls) noexcept {
+#if MOTE_TASK_CACHE
+    if (count_[cls] < kKeep) {
+      auto* b = static_cast<free_block*>(p);
+      b->next = head_[cls];
+      head_[cls] = b;
+      ++count_[cls];
+      return;
+    }
+#endif
+    ::operator delete(p);
+  }
+
+  task_cache() = default;
+  ~task_cache();
+  task_cache(const task_cache&) = delete;
+  task_cache& operator=(const task_cache&) = delete;
+
+ private:
+  struct free_block {
+    free_block* next;
+  };
+  free_block* head_[kClasses] = {};
+  std::uint32_t count_[kClasses] = {};
+};
+
 class alignas(cache_line) worker {
  public:
-  static constexpr std::uint32_t kDefaultCapacity = 1u << 14;
+  // `instrument`: kInstrument* bits; `trace`: this worker's buffer or nullptr.
+  worker(runtime_impl& rt, unsigned index, std::uint32_t capacity, std::uint32_t instrument = 0,
+         trace_buffer* trace = nullptr);
+  ~worker();
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
 
-  // ---- Fast path, owner only -------------------------------------------
+  // ---- join's records: the fast path (owner only) ------------------------
+  // The records join pushes live in join's frames and are taken back in
+  // exactly the reverse order, so a failed pop() is always the caller's own.
+  MOTE_ALWAYS_INLINE bool push(task* t) noexcept { return frames_.push(t); }
+  MOTE_ALWAYS_INLINE worker* pop() noexcept { return frames_.pop(); }
 
-  // Pushes t on top of the deque. Returns false, leaving the deque as it was,
-  // when the deque is full: the caller then runs the work itself, so no work is
-  // ever lost. Owner only.
-  MOTE_ALWAYS_INLINE bool push(task* t) noexcept {
-    // One load and one compare cover both rare cases: a full deque, and a
-    // thief's request to share (it sets the limit to 0). Relaxed: acting on a
-    // request late only delays sharing.
-    if (MOTE_UNLIKELY(head_ >= push_limit_.load(std::memory_order_relaxed))) return push_slow(t);
-    // Relaxed: a thief reads this slot only after the CAS in steal_from()
-    // acquires the {tail, split} value that the owner released in
-    // grow_shared(), which is sequenced after this store.
-    slots_[head_].store(t, std::memory_order_relaxed);
-    ++head_;
-    return true;
-  }
+  // Runs other work until t, whose pop() returned `thief`, is done: first
+  // what the thief has shared (t's subtree: leapfrogging), then this worker's
+  // own task_group tasks; after the spin window it parks on t. Returns t's
+  // final state (task::kDone or task::kFailed). Owner only.
+  MOTE_API std::uint32_t wait_for(task* t, worker& thief) noexcept;
 
-  // Takes back the task pushed last. True: nobody stole it, and it is the
-  // caller's again (to run or to drop). False: a thief has it; the caller
-  // waits for it (join) or leaves it to the thief (task_group). Owner only.
-  MOTE_ALWAYS_INLINE bool pop() noexcept {
-    if (MOTE_LIKELY(head_ > split_)) {
-      --head_;
-      return true;
-    }
-    return pop_shared();
-  }
-
-  // The task at the top of the deque (the one pop() would take). Owner only.
-  task* top() const noexcept { return slots_[head_ - 1].load(std::memory_order_relaxed); }
-  std::uint32_t depth() const noexcept { return head_; }
-  // Identifies the task this worker is running: each task taken from
-  // elsewhere (stolen, injected) runs in a fresh context. Within one context
-  // pushes and pops nest, which is what lets a task_group push locally.
-  std::uint64_t context() const noexcept { return context_; }
-
-  // Shares half of the private part if thieves asked for work. Owner only;
-  // used by loops that pop many tasks without pushing (task_group::wait).
-  void share_if_wanted() noexcept {
-    if (MOTE_UNLIKELY(push_limit_.load(std::memory_order_relaxed) == 0)) grow_shared();
-  }
-
-  // Runs other work until stolen task t is done, taking it from t's thief,
-  // whose deque holds t's subtasks (leapfrogging); after the spin window parks
-  // on t. Returns t's final state (kDone or kFailed). Owner only, right after a
-  // pop() that returned false for t.
-  MOTE_API std::uint32_t wait_for(task* t) noexcept;
+  split_deque& frames() noexcept { return frames_; }  // join's records
+  split_deque& pool() noexcept { return pool_; }      // task_group's tasks
 
   runtime_impl& runtime() const noexcept { return *runtime_; }
   unsigned index() const noexcept { return index_; }
+
+  // ---- task_group support (owner only) -----------------------------------
+  task_cache& cache() noexcept { return cache_; }
+
+  // The group whose task this worker is running innermost (nullptr outside
+  // any): a group created now is bound to it (task_group.hpp). A thread
+  // running a stolen join branch is inside the group its spawner was in.
+  task_group* current_group() const noexcept {
+    const std::uint32_t level = level_.load(std::memory_order_relaxed);
+    if (level == 0) return nullptr;
+    return levels_[(level < kLevels ? level : kLevels) - 1].group.load(std::memory_order_relaxed);
+  }
+  // Brackets a task of group g (or a task in no group: nullptr). enter
+  // returns what leave takes back.
+  std::uint32_t enter_group(task_group* g) noexcept {
+    const std::uint32_t level = level_.load(std::memory_order_relaxed);
+    if (MOTE_LIKELY(level < kLevels)) {
+      levels_[level].start_depth.store(frames_.depth(), std::memory_order_relaxed);
+      levels_[level].group.store(g, std::memory_order_relaxed);
+    }
+    // Release: a thief that reads this level (group_of_frame, acquire) sees
+    // the entry written above.
+    level_.store(level + 1, std::memory_order_release);
+    return level;
+  }
+  void leave_group(std::uint32_t level) noexcept { level_.store(level, std::memory_order_relaxed); }
+  // Is a task of g (or a join branch of one) running on this worker? Then a
+  // wait for g here would wait for itself. Owner only; looks at the recorded
+  // levels.
+  bool inside_group(const task_group* g) const noexcept {
+    const std::uint32_t level = level_.load(std::memory_order_relaxed);
+    const std::uint32_t recorded = level < kLevels ? level : kLevels;
+    for (std::uint32_t k = 0; k < recorded; ++k) {
+      if (levels_[k].group.load(std::memory_order_relaxed) == g) return true;
+    }
+    return false;
+  }
+  // Thief side: the group the owner was inside when it pushed the join record
+  // at `index` of its frames deque. Call only while that record is stolen and
+  // not yet joined: the levels that enclose it cannot end before the join.
+  task_group* group_of_frame(std::uint32_t index) const noexcept;
+
+  // Runs a task that this worker took from anywhere but the top of its own
+  // frames deque, inside `context` (the task's group, when it has one, enters
+  // its own on top). Checks that it left the frames deque as it found it.
+  void run_task(task* t, task_group* context) noexcept;
 
   // ---- Instrumentation (MOTE_STATS=1, MOTE_TRACE) ------------------------
   // One test covers both: the fast path of join branches on it once.
@@ -164,27 +208,15 @@ class alignas(cache_line) worker {
   // A futex sleep begins (true) or ends (false): traced, and counted as idle.
   MOTE_API void note_park(bool begin) noexcept;
 
-  // ---- Slow paths and thieves (src/runtime/worker.cpp) ------------------
+  worker_stats& stats() noexcept { return stats_; }
+  const worker_stats& stats() const noexcept { return stats_; }
 
-  MOTE_API bool pop_shared() noexcept;  // owner
-  MOTE_API void grow_shared() noexcept;  // owner
-  MOTE_API bool push_slow(task* t) noexcept;  // owner: full, or asked to share
-  // Takes the oldest shared task of `victim`, or returns nullptr. A thief
-  // marks the slot it emptied with its own address, tagged with kStolenTag,
-  // which tells the owner both that the slot is free and who has the task.
-  task* steal_from(worker& victim) noexcept;
-  static constexpr std::uintptr_t kStolenTag = 1;
-  // True when `victim` has shared tasks; asks it to share when it has none.
-  bool has_shared_work(worker& victim) noexcept;
+  // ---- Thieves -----------------------------------------------------------
+  // Takes the oldest shared task of victim's frames deque (then, if none,
+  // of its pool) and records the steal. *context receives the group the task
+  // runs in. nullptr when both are empty.
+  task* steal_from(worker& victim, task_group** context) noexcept;
 
-  worker(runtime_impl& rt, unsigned index, std::uint32_t capacity);
-  ~worker();
-  worker(const worker&) = delete;
-  worker& operator=(const worker&) = delete;
-
-  // Runs a task taken from elsewhere (stolen or injected), then checks that it
-  // left this deque as it found it.
-  void run_foreign(task* t) noexcept;
   std::uint64_t next_random() noexcept {
     rng_ ^= rng_ << 13;
     rng_ ^= rng_ >> 7;
@@ -192,46 +224,41 @@ class alignas(cache_line) worker {
     return rng_;
   }
 
+  mote::assistant* assistant() const noexcept { return assistant_; }
+  void set_assistant(mote::assistant* a) noexcept { assistant_ = a; }
+
+  // The word this worker parks on when idle (runtime_impl::park).
+  std::atomic<std::uint32_t>& park_word() noexcept { return parked_; }
+
  private:
-  static constexpr std::uint64_t pack(std::uint32_t tail, std::uint32_t split) noexcept {
-    return (static_cast<std::uint64_t>(split) << 32) | tail;
-  }
-  static constexpr std::uint32_t tail_of(std::uint64_t ts) noexcept { return static_cast<std::uint32_t>(ts); }
-  static constexpr std::uint32_t split_of(std::uint64_t ts) noexcept { return static_cast<std::uint32_t>(ts >> 32); }
+  static constexpr std::uint32_t kLevels = 1024;
+  struct level {
+    std::atomic<std::uint32_t> start_depth{0};  // frames depth when the level began
+    std::atomic<task_group*> group{nullptr};
+  };
 
-  // ---- Shared with thieves: one cache line, written by thieves ----------
-  // {tail, split}: thieves CAS tail forward while tail < split; only the owner
-  // moves split (by CAS, so both halves change atomically together).
-  alignas(cache_line) std::atomic<std::uint64_t> tail_split_{0};
-  // The owner pushes on its fast path while head_ is below this: capacity_
-  // normally, 0 once a thief that found no shared task asks the owner to
-  // share (the owner restores it when it shares). Checked before it is
-  // written, so idle thieves do not keep invalidating the owner's copy.
-  std::atomic<std::uint32_t> push_limit_;
+  split_deque frames_;
+  split_deque pool_;
 
-  // ---- Owner-private: read and written by the owner thread only ---------
-  alignas(cache_line) std::uint32_t head_ = 0;  // next free slot
-  std::uint32_t split_ = 0;                     // the owner's copy of split
-  std::uint32_t capacity_;
-  std::atomic<task*>* slots_;
-  runtime_impl* runtime_;
+  // ---- Thread state: owner-private --------------------------------------
+  alignas(cache_line) runtime_impl* runtime_;
   unsigned index_;
-  std::uint32_t instrument_ = 0;  // kInstrument* bits, set before the worker starts
+  std::uint32_t instrument_;  // kInstrument* bits, fixed before the thread starts
   std::uint64_t rng_;
-  worker* last_thief_ = nullptr;  // who took the task of the last failed pop()
- public:
+  trace_buffer* trace_;       // MOTE_TRACE: this worker's buffer (owned by the trace registry)
+  mote::assistant* assistant_ = nullptr;  // runtime_options::assistants; owned by worker_main
+  std::int64_t park_since_ = 0;           // instrumented: when the current sleep began
   worker_stats stats_;
-  mote::assistant* assistant_ = nullptr;  // runtime_options::assistants; owned by this worker
- private:
-  trace_buffer* trace_ = nullptr;  // MOTE_TRACE: this worker's buffer (owned by the trace registry)
-  // 1 while this worker is parked or about to park; its futex word. Written by
+  task_cache cache_;
+
+  // ---- The groups whose tasks run here: written by the owner, read by
+  // thieves (group_of_frame). Levels past kLevels are counted, not recorded.
+  alignas(cache_line) std::atomic<std::uint32_t> level_{0};
+  level levels_[kLevels];
+
+  // 0 while awake; runtime_impl::park() and wake_one() move it. Written by
   // the worker and by whoever wakes it, so on a line of its own.
   alignas(cache_line) std::atomic<std::uint32_t> parked_{0};
-  std::int64_t park_since_ = 0;    // instrumented: when the current sleep began
-  std::uint64_t context_ = 0;
-  std::uint64_t context_seq_ = 0;
-
-  friend class runtime_impl;
 };
 
 static_assert(alignof(worker) == cache_line);

@@ -1,0 +1,99 @@
+// How every wait in mote spends its time: a worker with nothing to do, a join
+// waiting for its thief, a group waiting for its tasks, a thread waiting in
+// runtime::run, an assistant with an empty ring and its owner waiting for it.
+//
+// One policy for all of them:
+//  - spin: look every few `pause`s (a sub-microsecond task should not wait
+//    microseconds to be noticed), reading the clock every 16 looks;
+//  - yield the CPU every 20 us of spinning, so that a busy machine moves on;
+//    and at every look while the machine is oversubscribed (more threads that
+//    spin-wait than CPUs, or two of them pinned to one CPU), so that the
+//    thread being waited for, which may be waiting for this CPU, gets it;
+//  - after the spin window, park on a futex. A wait whose wake-up does not
+//    cover everything it watches (new stealable work wakes nobody who is in a
+//    join) parks with a timeout that doubles from 50 us to 4 ms.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "mote/detail/platform.hpp"
+
+namespace mote::detail {
+
+// True while the threads that spin-wait (the workers of every live runtime,
+// and every assistant) outnumber the CPUs this process may use, or two of them
+// are pinned to one CPU. Kept by cpu_registry.cpp; a relaxed load.
+bool machine_oversubscribed() noexcept;
+
+class idle_wait {
+ public:
+  static constexpr std::int64_t kNeverPark = std::numeric_limits<std::int64_t>::max();
+  static constexpr std::int64_t kFirstParkNs = 50'000;
+  static constexpr std::int64_t kLastParkNs = 4'000'000;
+  static constexpr std::int64_t kYieldEveryNs = 20'000;
+
+  // spin_ns: the spin window (kNeverPark: spin, with yields, forever).
+  // pauses: `pause`s between two looks; more for looks that cost more (a
+  // worker's probe of every victim) than for a look at one word.
+  explicit idle_wait(std::int64_t spin_ns, int pauses = 4) noexcept
+      : spin_ns_(spin_ns), pauses_(pauses), crowded_(machine_oversubscribed()) {}
+
+  // One look that found nothing. Pauses (or yields), and returns false once
+  // the spin window is over: park now.
+  bool spin() noexcept {
+    if (crowded_) {
+      thread_yield();
+    } else {
+      for (int i = 0; i < pauses_; ++i) cpu_pause();
+    }
+    if ((++looks_ & 15) != 0) return true;
+    const std::int64_t now = now_ns();
+    crowded_ = machine_oversubscribed();
+    if (start_ == 0) {
+      start_ = now;
+      last_yield_ = now;
+      return true;
+    }
+    if (now - last_yield_ >= kYieldEveryNs) {
+      thread_yield();
+      last_yield_ = now;
+    }
+    return now - start_ < spin_ns_;
+  }
+
+  // Found something: the next idle stretch starts a fresh window.
+  void reset() noexcept {
+    start_ = 0;
+    looks_ = 0;
+    park_ns_ = kFirstParkNs;
+  }
+
+  // The timeout of the next timed park: 50 us, doubling up to 4 ms.
+  std::int64_t next_park_timeout() noexcept {
+    const std::int64_t t = park_ns_;
+    if (park_ns_ < kLastParkNs) park_ns_ *= 2;
+    return t;
+  }
+
+ private:
+  std::int64_t spin_ns_;
+  std::int64_t start_ = 0;
+  std::int64_t last_yield_ = 0;
+  std::int64_t park_ns_ = kFirstParkNs;
+  unsigned looks_ = 0;
+  int pauses_;
+  bool crowded_;
+};
+
+// The registry behind machine_oversubscribed() and the assistants' choice of
+// CPU: every spinning thread registers itself (with its CPU, or -1 when it is
+// not pinned) while it lives.
+void register_spinners(const std::vector<int>& cpus);
+void unregister_spinners(const std::vector<int>& cpus);
+// The CPUs that the workers and assistants of this process are pinned to
+// (with repeats), so that a new assistant can keep off them.
+std::vector<int> cpus_with_spinners();
+
+}  // namespace mote::detail

@@ -1,0 +1,78 @@
+// Work from threads that are not workers of the runtime: the injection queue,
+// and runtime::run's wait for it.
+#include "mote/trace.hpp"
+#include "runtime/idle.hpp"
+#include "runtime/runtime_impl.hpp"
+
+namespace mote::detail {
+
+void runtime_impl::submit(task* t) {
+  check_not_orphaned();
+  {
+    std::lock_guard<std::mutex> lock(inject_mutex_);
+    inject_.push_back(t);
+    // seq_cst store, after the push and inside the lock: pairs with the
+    // seq_cst announcement in park() like grow_shared()'s CAS does.
+    inject_count_.store(inject_.size(), std::memory_order_seq_cst);
+  }
+  notify_one();
+}
+
+task* runtime_impl::take_injected() noexcept {
+  task* t = nullptr;
+  bool more = false;
+  {
+    std::lock_guard<std::mutex> lock(inject_mutex_);
+    if (inject_.empty()) return nullptr;
+    t = inject_.front();
+    inject_.pop_front();
+    more = !inject_.empty();
+    inject_count_.store(inject_.size(), std::memory_order_seq_cst);
+  }
+  // Entries remain: pass the wake-up on, so that a burst of submissions does
+  // not queue behind the one worker that was woken for the first.
+  if (more) notify_one();
+  return t;
+}
+
+void submit_and_wait(runtime_impl& rt, external_task& t) {
+  rt.submit(&t);
+  worker* w = current_worker;
+  if (w != nullptr) {
+    // A worker of another runtime: keep its own runtime going meanwhile, so
+    // that a runtime that calls into another and is called back (or simply
+    // has work queued) does not stall. Parks with a timeout: its own
+    // runtime's new work does not wake it here.
+    runtime_impl& home = w->runtime();
+    if (MOTE_UNLIKELY(w->instrumented())) w->note_wait_begin(2);
+    idle_wait idle(home.spin_ns());
+    // Acquire: pairs with complete_external()'s release store; the result and
+    // error written by the task are visible after this loop.
+    while (t.finished.load(std::memory_order_acquire) == 0) {
+      if (home.help_once(*w)) {
+        idle.reset();
+        continue;
+      }
+      if (idle.spin()) continue;
+      ++w->stats().wait_parks;
+      futex_wait_for(&t.finished, 0, idle.next_park_timeout());
+    }
+    if (MOTE_UNLIKELY(w->instrumented())) w->note_wait_end();
+    return;
+  }
+  trace_buffer* trace = outside_trace_buffer();
+  if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::wait_begin, 2);
+  // Acquire: as above.
+  while (t.finished.load(std::memory_order_acquire) == 0) futex_wait(&t.finished, 0);
+  if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::wait_end);
+}
+
+void complete_external(external_task& t) noexcept {
+  t.finished.store(1, std::memory_order_release);
+  // Address only: the waiter may already have returned (see futex_wake).
+  futex_wake(&t.finished, 1);
+}
+
+runtime_impl* runtime_of(const worker* w) noexcept { return w ? &w->runtime() : nullptr; }
+
+}  // namespace mote::detail

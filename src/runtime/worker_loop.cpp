@@ -1,0 +1,193 @@
+// The worker loop: find work, run it; spin, then park when there is none.
+// docs/design.md ("Parking and wake-ups") has the protocol.
+#include <sched.h>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+
+#include "mote/assistant.hpp"
+#include "mote/topology.hpp"
+#include "mote/trace.hpp"
+#include "runtime/idle.hpp"
+#include "runtime/runtime_impl.hpp"
+
+namespace mote::detail {
+
+bool runtime_impl::help_once(worker& self) noexcept {
+  if (task* t = self.pool().pop_any()) {
+    self.run_task(t, nullptr);
+    return true;
+  }
+  // Relaxed: a stale zero only delays the pick-up to the next look; the mutex
+  // in take_injected() orders the task's contents.
+  if (inject_count_.load(std::memory_order_relaxed) != 0) {
+    if (task* t = take_injected()) {
+      ++self.stats().injected;
+      self.run_task(t, nullptr);
+      return true;
+    }
+  }
+  const auto n = static_cast<unsigned>(workers_.size());
+  if (n < 2) return false;
+  const unsigned start = static_cast<unsigned>(self.next_random() % n);
+  for (unsigned k = 0; k < n; ++k) {
+    const unsigned v = (start + k) % n;
+    if (v == self.index()) continue;
+    task_group* context = nullptr;
+    if (task* t = self.steal_from(*workers_[v], &context)) {
+      self.run_task(t, context);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool runtime_impl::work_visible_else_ask(worker& self) noexcept {
+  if (inject_count_.load(std::memory_order_seq_cst) != 0) return true;
+  bool found = false;
+  for (auto& w : workers_) {
+    if (w.get() == &self) continue;
+    // Visit all, both deques: each one without shared tasks is asked to share.
+    if (w->frames().has_shared_else_ask()) found = true;
+    if (w->pool().has_shared_else_ask()) found = true;
+  }
+  return found;
+}
+
+void runtime_impl::park(worker& self) noexcept {
+  std::atomic<std::uint32_t>& word = self.park_word();
+  // Announce (seq_cst stores), then look for work and for stop_ (seq_cst
+  // loads): the Dekker pair of notify_one()'s and the destructor's, which
+  // publish first and look at the announcement second. Either we see the
+  // work (or stop_) below, or they see the announcement and act on it.
+  word.store(kAnnounced, std::memory_order_seq_cst);
+  idle_sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  if (!stop_.load(std::memory_order_seq_cst) && !work_visible_else_ask(self)) {
+    // Commit. The CAS fails when a notifier cancelled the announcement
+    // (wake_one found nobody asleep and chose us): then look again.
+    std::uint32_t expected = kAnnounced;
+    if (word.compare_exchange_strong(expected, kSleeping, std::memory_order_seq_cst,
+                                     std::memory_order_seq_cst)) {
+      ++self.stats().parks;
+      trace_buffer* trace = self.trace();
+      if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::park_begin);
+      // Acquire: pairs with the waker's CAS; nothing else is published
+      // through the word, the work itself is found by the next look.
+      while (word.load(std::memory_order_acquire) == kSleeping) futex_wait(&word, kSleeping);
+      if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::park_end);
+    }
+  }
+  word.store(kAwake, std::memory_order_relaxed);
+  idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void runtime_impl::wake_one() noexcept {
+  // Which sleeper: for a thread outside the runtime (runtime::run, an outside
+  // spawn), the one pinned to the CPU the caller runs on, if it sleeps. Such
+  // a caller usually blocks right after handing in work, and handing its CPU
+  // to a thread there is a local wake-up, while waking a halted CPU takes an
+  // inter-processor interrupt: on the virtual machine of the benchmark report
+  // that is the difference between a median of about 10 us and 1-8 us from
+  // submit to start. From a worker: the ones after it, round the ring.
+  //
+  // Only a worker asleep on its futex is worth a wake-up. One that has
+  // announced but not yet committed is looking for work right now; it is
+  // chosen only when nobody sleeps, by cancelling its announcement (its
+  // commit CAS then fails and it looks again). A worker that is awake, or was
+  // woken already, is never chosen: a wake-up is not spent twice.
+  worker* const me = current_worker;
+  const bool outside = me == nullptr || &me->runtime() != this;
+  const int here = outside && !config_.worker_cpus.empty() ? sched_getcpu() : -1;
+  const auto n = static_cast<unsigned>(workers_.size());
+  const unsigned start = outside ? 0 : me->index() + 1;
+  worker* announced = nullptr;
+  for (int pass = here >= 0 ? 0 : 1; pass < 2; ++pass) {
+    for (unsigned k = 0; k < n; ++k) {
+      const unsigned i = (start + k) % n;
+      if (pass == 0 && config_.worker_cpus[i] != here) continue;
+      worker& w = *workers_[i];
+      std::atomic<std::uint32_t>& word = w.park_word();
+      // Look before the CAS, so that awake workers' lines stay put. seq_cst:
+      // the Dekker pair of park()'s announcement.
+      std::uint32_t state = word.load(std::memory_order_seq_cst);
+      if (state == kSleeping &&
+          word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
+        futex_wake(&word, 1);
+        return;
+      }
+      if (state == kAnnounced && announced == nullptr) announced = &w;
+    }
+  }
+  if (announced != nullptr) {
+    std::atomic<std::uint32_t>& word = announced->park_word();
+    std::uint32_t state = kAnnounced;
+    if (word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) return;
+    // It committed meanwhile: wake it.
+    if (state == kSleeping && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
+      futex_wake(&word, 1);
+    }
+  }
+}
+
+void runtime_impl::wake_all() noexcept {
+  for (auto& w : workers_) {
+    // seq_cst: after the caller's seq_cst store of stop_ (see park()).
+    if (w->park_word().exchange(kAwake, std::memory_order_seq_cst) == kSleeping) {
+      futex_wake(&w->park_word(), 1);
+    }
+  }
+}
+
+void runtime_impl::worker_main(unsigned index) {
+  worker& self = *workers_[index];
+  const int cpu = config_.worker_cpus.empty() ? -1 : config_.worker_cpus[index];
+  if (cpu >= 0) pin_current_thread(cpu);
+  current_worker = &self;
+  std::unique_ptr<assistant> helper;
+  if (config_.assistants) {
+    try {
+      helper = std::make_unique<assistant>();
+      self.set_assistant(helper.get());
+    } catch (const std::exception& e) {
+      // Without an assistant this worker still runs its tasks; a task asking
+      // this_worker_assistant() gets nullptr and splits nothing. Say so once
+      // per worker rather than fail silently.
+      std::fprintf(stderr, "mote: worker %u runs without an assistant: %s\n", index, e.what());
+    }
+  }
+
+  const bool timed = self.instrumented();
+  if (timed) self.stats().started_ns = now_ns();
+  idle_wait idle(spin_ns_);
+  std::int64_t idle_from = 0;
+  for (;;) {
+    if (help_once(self)) {
+      if (timed && idle_from != 0) {
+        self.stats().idle_ns += now_ns() - idle_from;
+        idle_from = 0;
+      }
+      idle.reset();
+      continue;
+    }
+    if (stop_.load(std::memory_order_acquire)) break;
+    if (timed && idle_from == 0) idle_from = now_ns();
+    // Probes come every few pauses (a few hundred nanoseconds at most): a
+    // task shared for a thief lasts only until its owner's next pop, which
+    // for sub-microsecond tasks is soon. Reading victims' words that do not
+    // change costs no coherence traffic.
+    if (idle.spin()) continue;
+    park(self);
+    idle.reset();
+    // After a park or a stop: look again (drain, then leave above).
+  }
+  if (timed) {
+    if (idle_from != 0) self.stats().idle_ns += now_ns() - idle_from;
+    self.stats().ended_ns = now_ns();
+  }
+  self.set_assistant(nullptr);
+  helper.reset();
+  current_worker = nullptr;
+}
+
+}  // namespace mote::detail
