@@ -257,12 +257,21 @@ TEST(Join, ReferencesComeBackAsReferences) {
 
 // A join whose partner was stolen and runs longer than the spin window parks,
 // and the thief's finish() wakes it with the result. The join's worker counts
-// the sleep (wait_parks), so the test knows the park path ran.
+// the sleep (wait_parks), so the test knows the park path ran. The partner
+// runs until the joining thread has gone to sleep (the kernel's count of its
+// voluntary switches moves), and 20 ms more, so that a loaded machine that
+// keeps the joiner off its CPU for a while cannot make the partner finish
+// first; after 10 s it gives up, and the count then says what happened.
 TEST(Join, StolenPartnerLongerThanTheSpinWindowParksAndWakes) {
   mote::runtime rt(workers(2));  // spin: 20 us
   for (int rep = 0; rep < 3; ++rep) {
     const int joiner = rt.run([] {
-      auto [a, b] = join_with_g_stolen([] {
+      const long joiner_tid = mote_test::this_thread_id();
+      auto [a, b] = join_with_g_stolen([joiner_tid] {
+        const long before = mote_test::voluntary_switches(joiner_tid);
+        for (int i = 0; i < 1000 && mote_test::voluntary_switches(joiner_tid) == before; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         return 42;
       });

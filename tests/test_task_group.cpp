@@ -1,8 +1,8 @@
 // mote::task_group: results against serial runs, nesting, spawns from inside
 // tasks and from other threads, exceptions, cancellation and a forgotten wait.
 #include <gtest/gtest.h>
-
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -302,6 +302,53 @@ TEST(TaskGroup, ConcurrentWaitIsAUsageError) {
   EXPECT_EQ(refused.load(), 1);
   EXPECT_EQ(returned.load(), 1);
   EXPECT_EQ(ran.load(), 11);
+}
+
+// Each group's waiters sleep on a futex word of that group: the completion of
+// one group wakes its own waiters and nobody else's. A thread parked on group
+// `held` (whose only task is held back) stays asleep while 200 other groups
+// finish with their own waiters parked; a runtime-wide futex woken on every
+// completion would wake it each time.
+TEST(TaskGroup, CompletionWakesOnlyItsOwnWaiters) {
+  mote::runtime rt(workers(2));
+  std::atomic<bool> release{false};
+  mote::task_group held(rt);
+  held.spawn([&] {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  });
+  std::atomic<long> tid{0};
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    tid.store(mote_test::this_thread_id());
+    held.wait();  // not a worker: parks at once, untimed
+    returned.store(true);
+  });
+  while (tid.load() == 0) std::this_thread::yield();
+  // Parked: its count has settled (the first read may come before the park;
+  // two equal reads 20 ms apart, with nothing to wake it, mean asleep).
+  long before = mote_test::voluntary_switches(tid.load());
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const long now = mote_test::voluntary_switches(tid.load());
+    if (now == before) break;
+    before = now;
+  }
+  ASSERT_GE(before, 0) << "no voluntary_ctxt_switches in /proc";
+  const int groups = 200;
+  for (int i = 0; i < groups; ++i) {
+    mote::task_group other(rt);  // waited from this thread: parks on its own word
+    other.spawn([] { std::this_thread::sleep_for(std::chrono::microseconds(100)); });
+    EXPECT_EQ(other.wait(), mote::task_group_status::complete);
+  }
+  const long woken = mote_test::voluntary_switches(tid.load()) - before;
+  EXPECT_FALSE(returned.load());
+  release.store(true);
+  waiter.join();
+  EXPECT_TRUE(returned.load());
+  // One or two at most (a signal, the sanitizer's own threads' doing); a
+  // shared word would give one per completed group.
+  EXPECT_LT(woken, groups / 10) << "the held group's waiter woke " << woken << " times for " << groups
+                                << " completions of other groups";
 }
 
 // Cancelling a group reaches the groups created inside its tasks (they are

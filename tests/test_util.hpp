@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -88,6 +90,25 @@ struct lifetime {
 };
 
 inline long serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
+
+// The kernel's id of the calling thread (for /proc/self/task/<id>).
+inline long this_thread_id() { return static_cast<long>(::syscall(SYS_gettid)); }
+
+// How often thread `tid` of this process has gone to sleep (futex waits
+// included; a yield or a preemption does not count): the kernel's count,
+// which moves only when the thread blocks. -1 when /proc does not say.
+inline long voluntary_switches(long tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/status");
+  std::string key;
+  while (f >> key) {
+    if (key == "voluntary_ctxt_switches:") {
+      long n = 0;
+      f >> n;
+      return n;
+    }
+  }
+  return -1;
+}
 
 // The recursion that every fork-join test leans on: one join per call.
 inline long fib(int n) {
