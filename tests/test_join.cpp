@@ -266,9 +266,11 @@ TEST(Join, StolenPartnerLongerThanTheSpinWindowParksAndWakes) {
   mote::runtime rt(workers(2));  // spin: 20 us
   for (int rep = 0; rep < 3; ++rep) {
     const int joiner = rt.run([] {
+      // The joiner's own count, read before the join: until it parks it
+      // only spins, so the first move of the count is the park.
       const long joiner_tid = mote_test::this_thread_id();
-      auto [a, b] = join_with_g_stolen([joiner_tid] {
-        const long before = mote_test::voluntary_switches(joiner_tid);
+      const long before = mote_test::voluntary_switches(joiner_tid);
+      auto [a, b] = join_with_g_stolen([joiner_tid, before] {
         for (int i = 0; i < 1000 && mote_test::voluntary_switches(joiner_tid) == before; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }

@@ -11,6 +11,8 @@
 #include "mote/error.hpp"
 #include "mote/join.hpp"
 #include "mote/runtime.hpp"
+#include "mote/sync/delegation_lock.hpp"
+#include "mote/sync/ticket_lock.hpp"
 #include "mote/task_group.hpp"
 #include "mote/trace.hpp"
 #include "mote/topology.hpp"
