@@ -87,7 +87,7 @@ TEST(capi, OptionsInitMeansEverythingFromTheEnvironment) {
   mote_options_init(&o);
   EXPECT_EQ(o.num_workers, 0u);
   EXPECT_EQ(o.bind, nullptr);
-  EXPECT_LT(o.spin_us, 0);
+  EXPECT_LT(o.spin_us, 0);  // negative: "take MOTE_SPIN_US", not a duration
   mote_options_init(nullptr);  // harmless
 }
 

@@ -168,7 +168,10 @@ class group_slot {
   group_slot& operator=(const group_slot&) = delete;
   ~group_slot() noexcept(false) { destroy(); }
 
-  void emplace() { group_ = ::new (static_cast<void*>(storage_)) G(); }
+  template <class... A>
+  void emplace(A&&... args) {
+    group_ = ::new (static_cast<void*>(storage_)) G(std::forward<A>(args)...);
+  }
   void destroy() {
     if (G* g = std::exchange(group_, nullptr)) g->~G();
   }
@@ -727,5 +730,116 @@ TEST_P(RandomPrograms, ThrowingUnits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, RandomPrograms, ::testing::Values(1u, 2u, 8u));
+
+// ---- Programs fed from outside the runtime ------------------------------------
+//
+// A group created on a thread that is not a worker, fed at once by one to
+// three such threads (each spawning random programs, which spawn into it
+// again), and waited by yet another thread; in a quarter of the runs a fifth
+// thread cancels it once feeding has begun (and before the wait, which must
+// then say canceled, and complete otherwise). A wait that returns complete
+// matches the serial count exactly; a cancelled one never exceeds it; no
+// unit runs after the wait has returned; every closure is destroyed once.
+class FromOutside : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(FromOutside, FeedersWaiterAndCanceller) {
+  watchdog guard;
+  mote::runtime rt(workers(GetParam()));
+  const long live_before = mote_test::lifetime::live.load();
+  const long doubles_before = mote_test::lifetime::double_destroyed.load();
+  std::mt19937_64 rng(mote_test::test_seed() + 7);
+  const long runs = scaled(400, 8);
+  long failed = 0, complete = 0, canceled = 0;
+  for (long r = 0; r < runs && failed == 0; ++r) {
+    const int feeders = 1 + static_cast<int>(rng() % 3);
+    const int per_feeder = 1 + static_cast<int>(rng() % 4);
+    const int depth = 1 + static_cast<int>(rng() % 4);
+    const bool cancel = rng() % 4 == 0;
+    std::vector<std::uint64_t> seeds(static_cast<std::size_t>(feeders * per_feeder));
+    for (std::uint64_t& seed : seeds) seed = rng();
+
+    tally want;
+    serial_exec serial{want};
+    {
+      slot_of<serial_exec> root;
+      root.emplace();
+      for (std::uint64_t seed : seeds) spawn_node(serial, root, seed, depth, {&root});
+    }
+
+    begin(seeds[0], depth);
+    tally got;
+    parallel_exec parallel{got};
+    slot_of<parallel_exec> root;
+    root.emplace(rt);  // on this thread, which is not a worker: the group has no owner
+    std::atomic<int> fed{0};
+    std::atomic<bool> cancelled{!cancel};
+    std::vector<std::thread> threads;
+    for (int f = 0; f < feeders; ++f) {
+      threads.emplace_back([&, f] {
+        for (int i = 0; i < per_feeder; ++i) {
+          spawn_node(parallel, root, seeds[static_cast<std::size_t>(f * per_feeder + i)], depth, {&root});
+        }
+        fed.fetch_add(1);
+      });
+    }
+    if (cancel) {
+      threads.emplace_back([&] {
+        while (fed.load() == 0) std::this_thread::yield();
+        root->cancel();
+        cancelled.store(true);
+      });
+    }
+    mote::task_group_status status = mote::task_group_status::complete;
+    std::string error;
+    long units_at_return = -1, open_at_return = -1;
+    threads.emplace_back([&] {
+      while (fed.load() != feeders || !cancelled.load()) std::this_thread::yield();
+      try {
+        status = root->wait();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      units_at_return = got.units.load();
+      open_at_return = root.open.load();
+    });
+    for (std::thread& t : threads) t.join();
+    std::string why;
+    if (!error.empty()) {
+      why = "wait threw: " + error;
+    } else if ((status == mote::task_group_status::canceled) != cancel) {
+      why = cancel ? "cancelled before the wait, yet the wait said complete" : "canceled, yet nobody cancelled it";
+    } else if (got.units.load() != units_at_return) {
+      why = "units ran after the wait had returned";
+    } else if (status == mote::task_group_status::complete) {
+      ++complete;
+      if (got.units.load() != want.units.load() || got.checksum.load() != want.checksum.load()) {
+        why = "complete, yet units were lost or run twice";
+      } else if (open_at_return != 0 || got.early_waits.load() != 0) {
+        why = "a wait returned complete before its children were done";
+      }
+    } else {
+      ++canceled;
+      if (got.units.load() > want.units.load()) why = "more units than the program has";
+    }
+    try {
+      root.destroy();
+    } catch (const std::exception& e) {
+      if (why.empty()) why = std::string("destroying the waited group threw: ") + e.what();
+    }
+    if (!why.empty()) {
+      ADD_FAILURE() << "run " << r << " (MOTE_TEST_SEED=" << mote_test::test_seed() << ", " << feeders
+                    << " feeders x " << per_feeder << ", depth " << depth << (cancel ? ", cancelled" : "")
+                    << "): " << why << " (" << got.units.load() << " of " << want.units.load() << " units)";
+      ++failed;
+    }
+  }
+  EXPECT_EQ(failed, 0);
+  EXPECT_GT(complete, 0);
+  EXPECT_GT(canceled, 0);
+  EXPECT_EQ(mote_test::lifetime::live.load(), live_before) << "spawned closures leaked";
+  EXPECT_EQ(mote_test::lifetime::double_destroyed.load(), doubles_before) << "closures destroyed twice";
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, FromOutside, ::testing::Values(1u, 2u, 8u));
 
 }  // namespace

@@ -298,6 +298,7 @@ void task_group::spawn(F&& f) {
   if (MOTE_LIKELY(w == owner_ && w != nullptr)) {
     // The owner's own spawn: counted privately, pushed on its own pool.
     t->local = true;
+    // Relaxed: read by the destructor (see there) and reset by wait().
     owner_spawned_.store(true, std::memory_order_relaxed);
     // Counted before the push: once pushed, a thief may run it and count it
     // down in the shared word, and the sum must never read zero while it is

@@ -27,6 +27,8 @@ task* runtime_impl::take_injected() noexcept {
     t = inject_.front();
     inject_.pop_front();
     more = !inject_.empty();
+    // seq_cst, as in submit(): every store of the count is one of the Dekker
+    // pair with park()'s announcement.
     inject_count_.store(inject_.size(), std::memory_order_seq_cst);
   }
   // Entries remain: pass the wake-up on, so that a burst of submissions does

@@ -43,6 +43,8 @@ bool split_deque::push_slow(task* t) noexcept {
     slots_[head_].store(t, std::memory_order_relaxed);
     ++head_;
   }
+  // Relaxed: a thief's request is a hint; grow_shared()'s CAS is what
+  // publishes the slots.
   if (push_limit_.load(std::memory_order_relaxed) == 0) grow_shared();
   return fits;
 }

@@ -45,6 +45,9 @@ void task_group::construct(detail::runtime_impl& rt, bool bound) {
 
 // NOLINTNEXTLINE(bugprone-exception-escape): throws missing_wait by design
 task_group::~task_group() noexcept(false) {
+  // Relaxed: the destructor runs on the owner (which wrote owner_spawned_),
+  // or on a thread that was told the group is done (an acquire that follows
+  // the owner's last store). The acquire on remote_ sees spawns from elsewhere.
   const bool spawned_since_wait =
       owner_spawned_.load(std::memory_order_relaxed) ||
       (remote_.load(std::memory_order_acquire) >> 40) != waited_version_;
@@ -66,6 +69,8 @@ task_group::~task_group() noexcept(false) {
 }
 
 void task_group::cancel() noexcept {
+  // Relaxed: cancellation is a request (see group_task::run); the counts
+  // below carry the release that bound groups and task starts acquire.
   if (flags_.fetch_or(kCancelled, std::memory_order_relaxed) & kCancelled) return;
   // Release, both: a task that sees either count sees the flag set above
   // (the epoch is what bound groups compare; the active count is what every
@@ -75,6 +80,8 @@ void task_group::cancel() noexcept {
 }
 
 void task_group::uncancel() noexcept {
+  // Relaxed: at the end of a wait nothing of this group runs; the active
+  // count is only the gate that makes task starts look at their group.
   if (flags_.fetch_and(~kCancelled, std::memory_order_relaxed) & kCancelled) {
     detail::group_cancels_active.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -221,6 +228,8 @@ void task_group::park_as_owner(detail::worker& w, std::int64_t timeout_ns) noexc
     detail::futex_wait_for(detail::futex_low_half(&remote_), static_cast<std::uint32_t>(now), timeout_ns);
     if (MOTE_UNLIKELY(w.instrumented())) w.note_park(false);
   }
+  // Relaxed: the waiter bits only decide whether a finisher calls futex_wake;
+  // a finisher that still sees us wakes nobody, or us (we look again).
   remote_.fetch_sub(kWaiterOne, std::memory_order_relaxed);
 }
 
@@ -261,6 +270,7 @@ void task_group::park_elsewhere(std::int64_t timeout_ns) noexcept {
       detail::futex_wait_for(detail::futex_low_half(&remote_), static_cast<std::uint32_t>(now), timeout_ns);
     }
   }
+  // Relaxed: as in park_as_owner().
   remote_.fetch_sub(kWaiterOne, std::memory_order_relaxed);
 }
 
@@ -274,6 +284,8 @@ std::exception_ptr task_group::wait_for_all(task_group_status* status) {
   }
   struct end_wait {
     std::atomic<bool>& waiting;
+    // Release: pairs with the next wait()'s acquire exchange above, which
+    // then sees this wait's reset of the group.
     ~end_wait() { waiting.store(false, std::memory_order_release); }
   } end{waiting_};
 
@@ -303,6 +315,10 @@ std::exception_ptr task_group::wait_for_all(task_group_status* status) {
     error = std::move(error_);
     error_ = nullptr;
   }
+  // Relaxed, these resets and the stores below: nothing is pending, so no
+  // task reads them; the next wait() receives them through waiting_ (release
+  // above), and a spawner or destructor on another thread through whatever
+  // told it that this wait had returned.
   if (flags != 0) {
     uncancel();
     flags_.store(0, std::memory_order_relaxed);

@@ -78,6 +78,10 @@ void runtime_impl::park(worker& self) noexcept {
       if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::park_end);
     }
   }
+  // Relaxed: the word is ours again; only wake_one() reads it, and a stale
+  // kAwake there only means "not worth a wake-up", which is now true. seq_cst
+  // as the increment above: a notifier's seq_cst load either still counts us
+  // (a wake-up spent on a worker about to look anyway, harmless) or not.
   word.store(kAwake, std::memory_order_relaxed);
   idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
 }
