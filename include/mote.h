@@ -111,6 +111,50 @@ MOTE_C_API int mote_task_group_is_cancelled(const mote_task_group* g);
  * always be destroyed: its tasks will never run there. */
 MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g);
 
+/* ---- Data-flow tasks --------------------------------------------------------
+ *
+ *   static void add(void* p) { struct pair* q = p; q->b += q->a; }
+ *   mote_dataflow* df;
+ *   struct pair q = {2, 1};
+ *   mote_access acc[2] = {{&q.a, sizeof q.a, MOTE_IN}, {&q.b, sizeof q.b, MOTE_INOUT}};
+ *   if (mote_dataflow_create(rt, &df) != MOTE_OK) return 1;
+ *   mote_dataflow_spawn(df, acc, 2, add, &q);  // runs after earlier writers of q.a, q.b
+ *   mote_dataflow_wait(df);                    // q.b == 3
+ *   mote_dataflow_destroy(df);
+ *
+ * The C++ API's mote::dataflow (include/mote/dataflow.hpp) has the rules;
+ * reductions are C++ only. */
+typedef struct mote_dataflow mote_dataflow;
+typedef enum mote_access_type {
+  MOTE_IN = 0,          /* reads; runs beside adjacent readers */
+  MOTE_OUT = 1,         /* writes the whole region */
+  MOTE_INOUT = 2,       /* reads and writes */
+  MOTE_COMMUTATIVE = 3, /* excludes adjacent commutative accesses, in any order */
+  MOTE_CONCURRENT = 4   /* runs beside adjacent concurrent accesses */
+} mote_access_type;
+/* A region, identified by its first address (as OpenMP's depend clause). */
+typedef struct mote_access {
+  const void* address;
+  size_t size;
+  mote_access_type type;
+} mote_access;
+
+/* A data-flow scope on rt; spawn into it and wait for it from the thread that
+ * created it. */
+MOTE_C_API mote_status mote_dataflow_create(mote_runtime* rt, mote_dataflow** out);
+/* Adds fn(arg), ordered after the earlier tasks of df whose accesses conflict
+ * with accesses[0..n). On failure nothing was added: MOTE_EINVAL (a bad access
+ * type), MOTE_EUSAGE (another thread, or a nested scope's access outside its
+ * parent task's), MOTE_ENOMEM. */
+MOTE_C_API mote_status mote_dataflow_spawn(mote_dataflow* df, const mote_access* accesses, size_t n,
+                                           void (*fn)(void*), void* arg);
+/* Waits for every task of df. MOTE_ETASK when a task failed (a C++ exception;
+ * the tasks depending on it were skipped, the others ran); the scope is then
+ * empty and reusable all the same. MOTE_EUSAGE from another thread. */
+MOTE_C_API mote_status mote_dataflow_wait(mote_dataflow* df);
+/* Waits for the tasks still pending, then frees df. */
+MOTE_C_API mote_status mote_dataflow_destroy(mote_dataflow* df);
+
 /* ---- Fork-join ---------------------------------------------------------------
  *
  *   struct fib_arg { int n; long result; };

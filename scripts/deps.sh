@@ -6,7 +6,7 @@
 # test  (default): compilers, CMake/Ninja, GoogleTest, hwloc, the analysers and
 #                  the baselines the test suite builds against.
 # bench:           all of test, plus what the benchmark suites and the report
-#                  need (matplotlib, OpenBLAS, Boost, RapidJSON).
+#                  need (matplotlib, OpenBLAS, jemalloc, Boost, RapidJSON).
 # Runs non-interactively; uses sudo only when not root.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev hwloc libtbb-dev libomp-dev
   python3 valgrind rapidjson-dev
 )
-bench_packages=(python3-matplotlib libopenblas-dev libboost-dev rapidjson-dev)
+bench_packages=(python3-matplotlib libopenblas-dev libjemalloc-dev libboost-dev rapidjson-dev)
 
 case $subset in
   test) wanted=("${test_packages[@]}") ;;

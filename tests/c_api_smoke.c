@@ -33,6 +33,8 @@ static void square_both_halves(void* arg) {
   all->status = mote_join(square_range, &lo, square_range, &hi);
 }
 
+static void increment(void* p) { *(long*)p += 1; }
+
 int main(void) {
   mote_options options;
   mote_runtime* rt = NULL;
@@ -83,6 +85,25 @@ int main(void) {
     if (sum != 63L * 64 * 127 / 6) return 21;
     if (mote_run(NULL, square, NULL) != MOTE_EINVAL) return 22;
     if (mote_join(NULL, NULL, square, NULL) != MOTE_EINVAL) return 23;
+  }
+
+  /* Data-flow: a chain of 100 increments of one counter, in spawn order. */
+  {
+    mote_dataflow* df = NULL;
+    mote_access acc;
+    long counter = 0;
+    acc.address = &counter;
+    acc.size = sizeof counter;
+    acc.type = MOTE_INOUT;
+    if (mote_dataflow_create(rt, &df) != MOTE_OK) return 24;
+    for (i = 0; i < 100; ++i) {
+      if (mote_dataflow_spawn(df, &acc, 1, increment, &counter) != MOTE_OK) return 25;
+    }
+    if (mote_dataflow_wait(df) != MOTE_OK) return 26;
+    if (counter != 100) return 27;
+    acc.type = (mote_access_type)9;
+    if (mote_dataflow_spawn(df, &acc, 1, increment, &counter) != MOTE_EINVAL) return 28;
+    if (mote_dataflow_destroy(df) != MOTE_OK) return 29;
   }
 
   if (mote_task_group_destroy(group) != MOTE_OK) return 10;

@@ -1063,3 +1063,44 @@ TEST(capi, AssistantMisuseIsAnErrorCode) {
   EXPECT_EQ(count.load(), 0);
   EXPECT_EQ(mote_assistant_destroy(a), MOTE_OK);
 }
+
+namespace {
+struct df_state {
+  long a = 0, b = 0;
+};
+}  // namespace
+
+TEST(capi, DataflowOrdersByAccessesAndReportsAFailedTask) {
+  mote_runtime* rt = make_runtime();
+  mote_dataflow* df = nullptr;
+  ASSERT_EQ(mote_dataflow_create(rt, &df), MOTE_OK);
+  df_state s;
+  mote_access write_a{&s.a, sizeof s.a, MOTE_OUT};
+  mote_access read_a_write_b[2] = {{&s.a, sizeof s.a, MOTE_IN}, {&s.b, sizeof s.b, MOTE_INOUT}};
+  ASSERT_EQ(mote_dataflow_spawn(df, &write_a, 1, [](void* p) { static_cast<df_state*>(p)->a = 5; }, &s), MOTE_OK);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(mote_dataflow_spawn(
+                  df, read_a_write_b, 2,
+                  [](void* p) {
+                    auto* q = static_cast<df_state*>(p);
+                    q->b = q->b * 2 + q->a;
+                  },
+                  &s),
+              MOTE_OK);
+  }
+  ASSERT_EQ(mote_dataflow_wait(df), MOTE_OK);
+  long expect = 0;
+  for (int i = 0; i < 10; ++i) expect = expect * 2 + 5;
+  EXPECT_EQ(s.b, expect);
+  // A C++ callback that throws: MOTE_ETASK with its message; its dependent skipped.
+  ASSERT_EQ(mote_dataflow_spawn(df, &write_a, 1, [](void*) { throw std::runtime_error("no a"); }, &s), MOTE_OK);
+  ASSERT_EQ(mote_dataflow_spawn(df, read_a_write_b, 2, [](void* p) { static_cast<df_state*>(p)->b = -1; }, &s),
+            MOTE_OK);
+  EXPECT_EQ(mote_dataflow_wait(df), MOTE_ETASK);
+  EXPECT_NE(std::string(mote_last_error()).find("no a"), std::string::npos);
+  EXPECT_EQ(s.b, expect);
+  EXPECT_EQ(mote_dataflow_spawn(df, nullptr, 1, [](void*) {}, nullptr), MOTE_EINVAL);
+  EXPECT_EQ(mote_finalize(rt), MOTE_EBUSY);  // a scope lives
+  ASSERT_EQ(mote_dataflow_destroy(df), MOTE_OK);
+  ASSERT_EQ(mote_finalize(rt), MOTE_OK);
+}

@@ -133,7 +133,7 @@ TEST(config_binding_parse, NamesTheCaller) {
 // Saves the MOTE_* variables, clears them for the test, and puts them back.
 class config_resolve : public ::testing::Test {
  protected:
-  static constexpr const char* kVars[] = {"MOTE_NUM_THREADS", "MOTE_BIND", "MOTE_SPIN_US"};
+  static constexpr const char* kVars[] = {"MOTE_NUM_THREADS", "MOTE_BIND", "MOTE_SPIN_US", "MOTE_SCHEDULER"};
 
   void SetUp() override {
     for (const char* name : kVars) {

@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "mote/mote.hpp"
@@ -19,10 +20,18 @@ using mote_test::scaled;
 
 using mote_test::workers;
 
-class GroupOnWorkers : public ::testing::TestWithParam<unsigned> {};
+// Each test runs under both scheduler policies (docs/scheduler.md).
+class GroupOnWorkers : public ::testing::TestWithParam<std::tuple<unsigned, mote::scheduler_policy>> {
+ protected:
+  static mote::runtime_options options() {
+    mote::runtime_options o = workers(std::get<0>(GetParam()));
+    o.scheduler = std::get<1>(GetParam());
+    return o;
+  }
+};
 
 TEST_P(GroupOnWorkers, ManyTasksEachRunOnce) {
-  mote::runtime rt(workers(GetParam()));
+  mote::runtime rt(options());
   const int n = static_cast<int>(scaled(20000));
   std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
   rt.run([&] {
@@ -58,7 +67,7 @@ long tree_sum_serial(std::uint64_t seed, int depth) {
 }
 
 TEST_P(GroupOnWorkers, NestedGroupsMatchSerial) {
-  mote::runtime rt(workers(GetParam()));
+  mote::runtime rt(options());
   std::mt19937_64 rng(mote_test::test_seed());
   for (long t = 0; t < scaled(20, 4); ++t) {
     const std::uint64_t seed = rng();
@@ -77,7 +86,7 @@ void spawn_tree(mote::task_group& g, std::atomic<long>& count, int depth) {
 }
 
 TEST_P(GroupOnWorkers, SpawnsFromInsideTasks) {
-  mote::runtime rt(workers(GetParam()));
+  mote::runtime rt(options());
   const int depth = mote_test::kSanitized ? 9 : 13;
   std::atomic<long> count{0};
   rt.run([&] {
@@ -88,7 +97,10 @@ TEST_P(GroupOnWorkers, SpawnsFromInsideTasks) {
   EXPECT_EQ(count.load(), (1L << (depth + 1)) - 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Workers, GroupOnWorkers, ::testing::Values(1u, 2u, 4u, 8u, 16u));
+INSTANTIATE_TEST_SUITE_P(Workers, GroupOnWorkers,
+                         ::testing::Combine(::testing::Values(1u, 2u, 4u, 8u, 16u),
+                                            ::testing::Values(mote::scheduler_policy::work_stealing,
+                                                              mote::scheduler_policy::delegation)));
 
 TEST(TaskGroup, FirstExceptionAtWaitThenReusable) {
   mote::runtime rt(workers(2));

@@ -258,6 +258,38 @@ TEST(Trace, TaskGroupTraceHasSpawnsWaitsAndOutsideThread) {
   EXPECT_TRUE(outside) << "spawns from the test's thread have no thread of their own";
 }
 
+TEST(Trace, DataflowTasksAreNamedAndDependenciesAreFlowArrows) {
+  mote::runtime rt(mote::runtime_options{.num_workers = 2});
+  const int n = 200;
+  rt.run([&] {
+    long x = 0;
+    mote::dataflow df;
+    for (int i = 0; i < n; ++i) df.spawn(mote::inout(x), mote::named("df link", [&x] { ++x; }));
+    df.wait();
+    EXPECT_EQ(x, n);
+  });
+  mote::trace::flush();
+  const rapidjson::Document d = read_trace(trace_path);
+  // A chain of n tasks: n - 1 satisfied dependencies, each an arrow that
+  // starts ("s") and ends ("f") with the same id; every task named.
+  std::map<std::uint64_t, int> starts, ends;
+  long named = 0;
+  for (const auto& e : d["traceEvents"].GetArray()) {
+    const std::string ph = e["ph"].GetString();
+    if ((ph == "s" || ph == "f") && std::string(e["cat"].GetString()) == "dependency") {
+      (ph == "s" ? starts : ends)[e["id"].GetUint64()]++;
+    }
+    if (ph == "X" && std::string(e["name"].GetString()) == "df link") ++named;
+  }
+  EXPECT_EQ(named, n);
+  long paired = 0;
+  for (const auto& [id, count] : ends) {
+    EXPECT_EQ(count, 1);
+    if (starts.count(id) != 0) ++paired;
+  }
+  EXPECT_GE(paired, n - 1);
+}
+
 TEST(Trace, FlushWhileWorkersRunGivesValidFiles) {
   mote::runtime rt(mote::runtime_options{.num_workers = 2});
   std::atomic<bool> done{false};

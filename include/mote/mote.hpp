@@ -8,6 +8,7 @@
 #pragma once
 
 #include "mote/assistant.hpp"
+#include "mote/dataflow.hpp"
 #include "mote/error.hpp"
 #include "mote/join.hpp"
 #include "mote/runtime.hpp"

@@ -39,9 +39,18 @@ struct MOTE_API binding {
   std::string to_string() const;
 };
 
-// How ready tasks are distributed; chosen when a runtime starts, never per task.
+// How ready tasks are distributed; chosen when a runtime starts, never per
+// task. MOTE_SCHEDULER=steal|delegation. docs/scheduler.md compares them.
 enum class scheduler_policy {
-  work_stealing,  // split deques, random victims, leapfrogging joins
+  // Split deques, random victims, leapfrogging joins: a task_group spawn goes
+  // on the spawning worker's own pool. The default.
+  work_stealing,
+  // Nanos6's synchronized scheduler: task_group spawns (and data-flow tasks)
+  // go through bounded add-queues, one per NUMA node and one for threads
+  // outside the runtime, into one ready queue behind a mote::delegation_lock
+  // whose holder hands tasks to the workers waiting in line. join's records
+  // are still stolen from the frames deques.
+  delegation,
 };
 
 // Options for a runtime. An option left empty is taken from its environment
@@ -55,7 +64,7 @@ struct runtime_options {
   std::optional<unsigned> num_workers;           // MOTE_NUM_THREADS; default: one per core
   std::optional<binding> bind;                   // MOTE_BIND; default: cores
   std::optional<std::chrono::microseconds> spin; // MOTE_SPIN_US; default: 100 us
-  scheduler_policy scheduler = scheduler_policy::work_stealing;
+  std::optional<scheduler_policy> scheduler;     // MOTE_SCHEDULER; default: work_stealing
   std::optional<std::uint32_t> deque_capacity;   // tasks per worker deque (each of its two); default 16384
   // Give every worker a mote::assistant of its own (pinned to the worker's SMT
   // sibling, or the nearest CPU without a worker), reached from a task through
@@ -83,6 +92,10 @@ struct external_task : task {
 };
 
 MOTE_API void submit_and_wait(runtime_impl& rt, external_task& t);
+// rt.schedule(t, w): the scheduler policy seam (runtime_impl::schedule), for
+// inline code that only knows the runtime by pointer (task_group::spawn
+// under scheduler_policy::delegation).
+MOTE_API void schedule_task(runtime_impl& rt, task* t, worker* w);
 // Marks t finished and wakes its submitter; the task's last access to t.
 MOTE_API void complete_external(external_task& t) noexcept;
 }  // namespace detail
@@ -96,7 +109,8 @@ MOTE_API void complete_external(external_task& t) noexcept;
 //   int v = rt.run([] { return 6 * 7; });   // runs on a worker, returns 42
 class MOTE_API runtime {
  public:
-  // Options from MOTE_NUM_THREADS, MOTE_BIND and MOTE_SPIN_US, else defaults.
+  // Options from MOTE_NUM_THREADS, MOTE_BIND, MOTE_SPIN_US and MOTE_SCHEDULER,
+  // else defaults.
   // Throws config_error when a variable cannot be parsed or names CPUs this
   // process may not use.
   runtime();

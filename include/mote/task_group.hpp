@@ -147,7 +147,8 @@ class MOTE_API task_group {
   task_group& operator=(const task_group&) = delete;
 
   // Adds f to the group; it may run at once, later, here or elsewhere. When
-  // the worker's pool of tasks is full (16384 by default), f runs here before
+  // the worker's pool of tasks is full (16384 by default; work stealing
+  // only: the delegation scheduler never runs f in spawn), f runs here before
   // spawn returns. Throws what copying f throws, and std::bad_alloc; then
   // nothing was added.
   template <class F>
@@ -201,6 +202,7 @@ class MOTE_API task_group {
   void spawn_elsewhere(detail::group_task_base* t, detail::worker* w);
   bool cancelled_through_parents(std::uint32_t epoch) const noexcept;
   void record_exception(std::exception_ptr e) noexcept;
+  void record_exception_only(std::exception_ptr e) noexcept;
   void uncancel() noexcept;  // ends a cancellation (the end of a wait)
   void finish_remote() noexcept;
   // Counts: what is left, as the owner sees it / as any other thread sees it.
@@ -259,6 +261,30 @@ struct group_access {
   static void record_exception(task_group& g, std::exception_ptr e) noexcept {
     g.record_exception(std::move(e));
   }
+  // Records e as the group's first exception, if it is, without cancelling
+  // the group (data-flow scopes: the tasks that do not depend on the one that
+  // failed still run).
+  static void record_exception_only(task_group& g, std::exception_ptr e) noexcept {
+    g.record_exception_only(std::move(e));
+  }
+  // Counts one task into g that will be handed to the scheduler later (a
+  // data-flow task that waits for its inputs), exactly as spawn() counts one.
+  // Returns whether it was counted in the owner's private count: then the
+  // task must count itself down with finish_local() if it ends on the owner
+  // and finish_remote() anywhere else; otherwise always finish_remote().
+  // w: current_worker.
+  static bool count_in(task_group& g, worker* w) noexcept {
+    if (w == g.owner_ && w != nullptr) {
+      // As in spawn(): relaxed, the hand-off to the scheduler publishes it.
+      g.owner_spawned_.store(true, std::memory_order_relaxed);
+      g.local_.store(g.local_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return true;
+    }
+    // As in spawn_elsewhere(): relaxed, the task's publication orders it
+    // before the count-down.
+    g.remote_.fetch_add(task_group::kVersionOne + task_group::kCountOne, std::memory_order_relaxed);
+    return false;
+  }
   // A local task finished on the owner: its last access to the group.
   static void finish_local(task_group& g) noexcept {
     g.local_.store(g.local_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
@@ -305,6 +331,14 @@ void task_group::spawn(F&& f) {
     // pending. Relaxed: the push below publishes the task (a thief's acquire
     // CAS on the deque), and this store is sequenced before it.
     local_.store(local_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // scheduler_policy::delegation: into the scheduler instead (its add-queue's
+    // release store publishes the task, as the push would); it never runs it
+    // here and never throws for a worker of its own runtime. One test of a
+    // flag on the line instrumented() just read, never taken under stealing.
+    if (MOTE_UNLIKELY(w->delegating())) {
+      detail::schedule_task(w->runtime(), t, w);
+      return;
+    }
     if (MOTE_LIKELY(w->pool().push(t))) return;
     t->execute(t, *w);  // the pool is full: run it here; its end counts it down
     return;

@@ -79,6 +79,9 @@ enum class trace_kind : std::uint8_t {
   wait_end,
   barrier_begin,
   barrier_end,
+  task_fn,       // what: a function that names the task begun last (a data-flow task's callable)
+  flow_out,      // aux: a flow id; an arrow starts here (a satisfied data-flow dependency)
+  flow_in,       // aux: a flow id; the arrow ends at the task begun last
 };
 
 // Cycle counter for timestamps: cheaper than the clock, converted to

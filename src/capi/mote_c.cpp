@@ -13,8 +13,10 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "mote/assistant.hpp"
+#include "mote/dataflow.hpp"
 #include "mote/error.hpp"
 #include "mote/join.hpp"
 #include "mote/runtime.hpp"
@@ -45,6 +47,12 @@ struct mote_task_group {
   // alone. Relaxed: wait() itself orders the tasks' effects; this is a usage
   // check.
   std::atomic<bool> needs_wait{false};
+};
+
+struct mote_dataflow {
+  explicit mote_dataflow(mote_runtime* r) : owner(r), scope(r->rt) {}
+  mote_runtime* owner;
+  mote::dataflow scope;
 };
 
 struct mote_assistant {
@@ -285,6 +293,74 @@ MOTE_C_API mote_status mote_task_group_destroy(mote_task_group* g) {
     owner->live_groups.fetch_sub(1, std::memory_order_relaxed);
     return fail_current("mote_task_group_destroy", MOTE_EINTERNAL);
   }
+}
+
+// ---- Data-flow tasks ------------------------------------------------------------
+
+MOTE_C_API mote_status mote_dataflow_create(mote_runtime* rt, mote_dataflow** out) {
+  if (out == nullptr) return fail(MOTE_EINVAL, "mote_dataflow_create: out is NULL");
+  *out = nullptr;
+  if (rt == nullptr) return fail(MOTE_EINVAL, "mote_dataflow_create: runtime is NULL");
+  try {
+    *out = new mote_dataflow(rt);
+    // Counted with the groups: finalize refuses while a scope lives.
+    rt->live_groups.fetch_add(1, std::memory_order_relaxed);
+    return MOTE_OK;
+  } catch (...) {
+    return fail_current("mote_dataflow_create", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API mote_status mote_dataflow_spawn(mote_dataflow* df, const mote_access* accesses, size_t n,
+                                           void (*fn)(void*), void* arg) {
+  if (df == nullptr) return fail(MOTE_EINVAL, "mote_dataflow_spawn: scope is NULL");
+  if (fn == nullptr) return fail(MOTE_EINVAL, "mote_dataflow_spawn: function is NULL");
+  if (n != 0 && accesses == nullptr) return fail(MOTE_EINVAL, "mote_dataflow_spawn: accesses is NULL");
+  try {
+    std::vector<mote::access> list(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int type = static_cast<int>(accesses[i].type);
+      if (type < MOTE_IN || type > MOTE_CONCURRENT) {
+        return fail(MOTE_EINVAL, "mote_dataflow_spawn: an access type is not one of MOTE_IN .. MOTE_CONCURRENT");
+      }
+      list[i] = {accesses[i].address, accesses[i].size, static_cast<mote::access_type>(type)};
+    }
+    df->scope.spawn_accesses(list, [fn, arg] { fn(arg); });
+    return MOTE_OK;
+  } catch (...) {
+    return fail_current("mote_dataflow_spawn", MOTE_EINTERNAL);
+  }
+}
+
+MOTE_C_API mote_status mote_dataflow_wait(mote_dataflow* df) {
+  if (df == nullptr) return fail(MOTE_EINVAL, "mote_dataflow_wait: scope is NULL");
+  try {
+    df->scope.wait();
+    return MOTE_OK;
+  } catch (const mote::usage_error&) {
+    return fail_current("mote_dataflow_wait", MOTE_EINTERNAL);
+  } catch (...) {
+    // Anything else came from a task (wait() itself throws only usage_error).
+    return fail_current("mote_dataflow_wait", MOTE_ETASK, true);
+  }
+}
+
+MOTE_C_API mote_status mote_dataflow_destroy(mote_dataflow* df) {
+  if (df == nullptr) return fail(MOTE_EINVAL, "mote_dataflow_destroy: scope is NULL");
+  mote_runtime* owner = df->owner;
+  mote_status status = MOTE_OK;
+  try {
+    df->scope.wait();
+  } catch (...) {
+    status = fail_current("mote_dataflow_destroy", MOTE_ETASK, true);
+  }
+  try {
+    delete df;
+  } catch (...) {
+    status = fail_current("mote_dataflow_destroy", MOTE_EINTERNAL);
+  }
+  owner->live_groups.fetch_sub(1, std::memory_order_relaxed);
+  return status;
 }
 
 // ---- Fork-join ---------------------------------------------------------------

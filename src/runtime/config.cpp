@@ -292,7 +292,34 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
     cfg.spin = std::chrono::microseconds(100);
   }
 
-  cfg.policy = options.scheduler;
+  // ---- Scheduler policy ----
+  if (options.scheduler) {
+    const scheduler_policy p = *options.scheduler;
+    if (p != scheduler_policy::work_stealing && p != scheduler_policy::delegation) {
+      throw config_error("runtime_options::scheduler=" + std::to_string(static_cast<int>(p)) +
+                         " is not a scheduler_policy (expected work_stealing or delegation)");
+    }
+    cfg.policy = p;
+  } else if (const auto env = read_env("MOTE_SCHEDULER")) {
+    if (iequals(*env, "steal")) {
+      cfg.policy = scheduler_policy::work_stealing;
+    } else if (iequals(*env, "delegation")) {
+      cfg.policy = scheduler_policy::delegation;
+    } else {
+      fail("MOTE_SCHEDULER", *env, "unknown scheduler (expected steal or delegation)");
+    }
+  } else {
+    cfg.policy = scheduler_policy::work_stealing;
+  }
+
+  // ---- NUMA node of each worker (the delegation scheduler's add-queues) ----
+  cfg.num_nodes = static_cast<unsigned>(std::max(1, topo.num_numa_nodes));
+  cfg.worker_nodes.resize(cfg.num_workers, 0);
+  for (unsigned i = 0; i < cfg.num_workers; ++i) {
+    const cpu_info* c = cfg.worker_cpus[i] >= 0 ? topo.find(cfg.worker_cpus[i]) : nullptr;
+    const int node = c != nullptr ? std::max(0, c->numa_node) : static_cast<int>(i % cfg.num_nodes);
+    cfg.worker_nodes[i] = static_cast<unsigned>(node) % cfg.num_nodes;  // dense already; a guard
+  }
 
   // ---- Deque capacity ----
   if (options.deque_capacity) {

@@ -15,13 +15,18 @@ struct resolved_config {
   unsigned num_workers = 1;
   std::vector<int> worker_cpus;           // one per worker: an os cpu index, or -1 (unpinned)
   std::chrono::nanoseconds spin{100000};
-  scheduler_policy policy = scheduler_policy::work_stealing;
+  scheduler_policy policy = scheduler_policy::work_stealing;  // MOTE_SCHEDULER
+  // The NUMA node of each worker's CPU (dense, < num_nodes); an unpinned
+  // worker is spread round the nodes by index. The delegation scheduler gives
+  // each node an add-queue.
+  std::vector<unsigned> worker_nodes;
+  unsigned num_nodes = 1;
   std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;
   bool stats = false;                     // MOTE_STATS=1
 };
 
-// Reads MOTE_NUM_THREADS, MOTE_BIND, MOTE_SPIN_US (and MOTE_STATS) for the options left
+// Reads MOTE_NUM_THREADS, MOTE_BIND, MOTE_SPIN_US, MOTE_SCHEDULER (and MOTE_STATS) for the options left
 // empty. Throws config_error, naming the variable (or option) and the value,
 // for anything that cannot be parsed or used on this machine.
 MOTE_API resolved_config resolve_config(const runtime_options& options, const topology& topo);

@@ -18,6 +18,25 @@ void runtime_impl::submit(task* t) {
   notify_one();
 }
 
+void runtime_impl::schedule(task* t, worker* w) {
+  if (MOTE_UNLIKELY(delegation_ != nullptr)) {
+    schedule_delegated(t, w);  // scheduler/seam.cpp
+    return;
+  }
+  if (w != nullptr && &w->runtime() == this) {
+    if (MOTE_LIKELY(w->pool().push(t))) return;
+    // The pool is full: the injection queue takes it (its mutex, rarely).
+    {
+      std::lock_guard<std::mutex> lock(inject_mutex_);
+      inject_.push_back(t);
+      inject_count_.store(inject_.size(), std::memory_order_seq_cst);  // as in submit()
+    }
+    notify_one();
+    return;
+  }
+  submit(t);
+}
+
 task* runtime_impl::take_injected() noexcept {
   task* t = nullptr;
   bool more = false;

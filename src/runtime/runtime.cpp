@@ -10,6 +10,7 @@
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/trace_impl.hpp"
+#include "scheduler/delegation.hpp"
 
 namespace mote {
 namespace detail {
@@ -24,6 +25,11 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
   const std::uint32_t instrument =
       (config_.stats ? kInstrumentStats : 0) | (trace_on() ? kInstrumentTrace : 0);
   const int id = instrument & kInstrumentTrace ? trace_next_runtime_id() : 0;
+  if (config_.policy == scheduler_policy::delegation) {
+    std::vector<unsigned> nodes = config_.worker_nodes;
+    nodes.resize(n, 0);
+    delegation_ = std::make_unique<delegation_scheduler>(nodes, config_.num_nodes);
+  }
   workers_.reserve(n);
   for (unsigned i = 0; i < n; ++i) {
     trace_buffer* trace = nullptr;
@@ -33,6 +39,9 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
       trace = trace_new_buffer(label);
     }
     workers_.push_back(std::make_unique<worker>(*this, i, config_.deque_capacity, instrument, trace));
+    // Before the thread starts (its creation publishes it): task_group's
+    // spawns on this worker go through schedule().
+    workers_.back()->set_delegating(delegation_ != nullptr);
   }
   threads_.reserve(n);
   std::vector<int> spinners = config_.worker_cpus;

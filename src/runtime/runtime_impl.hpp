@@ -24,6 +24,8 @@
 
 namespace mote::detail {
 
+class delegation_scheduler;  // src/scheduler/delegation.hpp
+
 // ---- fork() (fork.cpp) --------------------------------------------------------
 
 // The number of fork()s this process descends from (0 in the original
@@ -59,10 +61,35 @@ class runtime_impl {
   void check_not_orphaned() const;
 
   // Finds one task for `self` and runs it: the newest of its own pool (the
-  // task_group tasks it spawned), else injected work (it has waited
-  // longest), else a steal from a random victim. False when there was none.
-  // Worker of this runtime only.
+  // task_group tasks it spawned), else (under delegation) one from the
+  // delegation scheduler, else injected work (it has waited longest), else a
+  // steal from a random victim (join's records, then pools). False when
+  // there was none. Worker of this runtime only.
   bool help_once(worker& self) noexcept;
+
+  // ---- The scheduler policy seam ----------------------------------------
+  // Hands a ready task that is not join's (a data-flow task whose inputs are
+  // satisfied; task_group's spawns) to the scheduler. w: the calling
+  // thread's worker (of any runtime), or nullptr. Under work stealing: the
+  // pool of w when it is a worker of this runtime (a task readied by a
+  // finishing task runs where its data is warm, and thieves may take it),
+  // else the injection queue. Never runs t here, never drops it. Throws only
+  // what submit() throws, and only when w is not a worker of this runtime.
+  void schedule(task* t, worker* w);
+  // Under scheduler_policy::delegation (docs/scheduler.md): t enters the
+  // add-queue of w's NUMA node when w is a worker of this runtime, else the
+  // add-queue for outside threads; then notify_one(). Never drops t.
+
+  // scheduler_policy::delegation only: a ready task for `self` (a worker of
+  // this runtime) from the delegation scheduler, or nullptr; passes a wake-up
+  // on when tasks remain. nullptr at once under work stealing.
+  task* take_ready(worker& self) noexcept;
+
+  // Whether worker i sleeps on its park word right now (a relaxed snapshot,
+  // for tests: idle workers must end up here).
+  bool worker_asleep(unsigned i) const noexcept {
+    return workers_[i]->park_word().load(std::memory_order_relaxed) == kSleeping;
+  }
 
   // Wakes one parked idle worker, if any is parked. Called after work became
   // visible to thieves (grow_shared's CAS, a steal that left more, an
@@ -96,6 +123,7 @@ class runtime_impl {
   // its next push, which notifies.
   bool work_visible_else_ask(worker& self) noexcept;
   task* take_injected() noexcept;
+  void schedule_delegated(task* t, worker* w);  // scheduler/delegation_glue.cpp
 
   resolved_config config_;
   runtime* facade_;
@@ -110,6 +138,11 @@ class runtime_impl {
   std::mutex inject_mutex_;
   std::deque<task*> inject_;
   std::atomic<std::size_t> inject_count_{0};
+
+  // scheduler_policy::delegation: the add-queues, the ready queue and its
+  // delegation lock; nullptr under work stealing (then every path is as
+  // before, at the cost of one test of this pointer where they branch).
+  std::unique_ptr<delegation_scheduler> delegation_;
 
   alignas(cache_line) std::atomic<std::uint32_t> idle_sleepers_{0};
   std::atomic<bool> stop_{false};

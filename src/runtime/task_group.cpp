@@ -98,11 +98,15 @@ bool task_group::cancelled_through_parents(std::uint32_t epoch) const noexcept {
 }
 
 void task_group::record_exception(std::exception_ptr e) noexcept {
+  record_exception_only(std::move(e));
+  cancel();
+}
+
+void task_group::record_exception_only(std::exception_ptr e) noexcept {
   // The first failure writes error_; the task's count-down, which follows,
   // publishes it (release) to the waiter, which reads it after it sees the
   // group finished (acquire).
   if ((flags_.fetch_or(kFailed, std::memory_order_acq_rel) & kFailed) == 0) error_ = std::move(e);
-  cancel();
 }
 
 void task_group::finish_remote() noexcept {
@@ -121,10 +125,16 @@ void task_group::finish_remote() noexcept {
 void task_group::spawn_elsewhere(detail::group_task_base* t, detail::worker* w) {
   // Counted before the task is visible: it may run and count itself down at
   // once. Relaxed: the task's publication (a push, released by the deque's
-  // sharing CAS; the injection queue's mutex) orders this before its
-  // count-down.
+  // sharing CAS; the injection queue's mutex; an add-queue's release store
+  // under delegation) orders this before its count-down.
   remote_.fetch_add(kVersionOne + kCountOne, std::memory_order_relaxed);
   if (w != nullptr && &w->runtime() == runtime_) {
+    // scheduler_policy::delegation: through the scheduler (never throws for
+    // a worker of the runtime, never runs t here).
+    if (MOTE_UNLIKELY(w->delegating())) {
+      runtime_->schedule(t, w);
+      return;
+    }
     // A worker of the group's runtime: on its own pool, where it and
     // thieves find it.
     if (w->pool().push(t)) return;
@@ -132,7 +142,9 @@ void task_group::spawn_elsewhere(detail::group_task_base* t, detail::worker* w) 
     return;
   }
   try {
-    runtime_->submit(t);
+    // Any other thread: the injection queue under work stealing (schedule()
+    // is submit() then), the outside add-queue under delegation.
+    runtime_->schedule(t, w);
   } catch (...) {
     // Not handed in (a forked child's runtime, out of memory): undo the count
     // exactly, version included, so the group is as before the spawn. The

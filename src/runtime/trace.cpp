@@ -263,6 +263,24 @@ class writer {
           emit(instant(b, kind == trace_kind::steal ? "steal" : "failed steal", "steal", time) +
                ",\"args\":{\"victim\":" + std::to_string(aux) + "}}");
           break;
+        case trace_kind::task_fn:
+          if (!stack.empty() && stack.back().kind == trace_kind::task_begin) {
+            stack.back().name = names_.name_of(what).c_str();
+          }
+          break;
+        case trace_kind::flow_out:
+        case trace_kind::flow_in: {
+          // Chrome trace-event flows: "s" inside the releasing task's slice,
+          // "f" bound to the enclosing slice of the task it readied.
+          std::string line = std::string("{\"ph\":\"") + (kind == trace_kind::flow_out ? "s" : "f") +
+                             "\",\"cat\":\"dependency\",\"name\":\"dependency\",\"id\":" +
+                             std::to_string(aux) + ",\"pid\":" + std::to_string(pid_) +
+                             ",\"tid\":" + std::to_string(b.id()) + ",\"ts\":" + us(time);
+          if (kind == trace_kind::flow_in) line += ",\"bp\":\"e\"";
+          line += "}";
+          emit(line);
+          break;
+        }
       }
     }
     while (!stack.empty()) {

@@ -11,6 +11,7 @@
 #include "mote/trace.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "scheduler/delegation.hpp"
 
 namespace mote::detail {
 
@@ -18,6 +19,14 @@ bool runtime_impl::help_once(worker& self) noexcept {
   if (task* t = self.pool().pop_any()) {
     self.run_task(t, nullptr);
     return true;
+  }
+  // scheduler_policy::delegation: spawns and data-flow tasks wait in the
+  // delegation scheduler (its own pool above is then a fallback only).
+  if (MOTE_UNLIKELY(delegation_ != nullptr)) {
+    if (task* t = take_ready(self)) {
+      self.run_task(t, nullptr);
+      return true;
+    }
   }
   // Relaxed: a stale zero only delays the pick-up to the next look; the mutex
   // in take_injected() orders the task's contents.
@@ -45,6 +54,9 @@ bool runtime_impl::help_once(worker& self) noexcept {
 
 bool runtime_impl::work_visible_else_ask(worker& self) noexcept {
   if (inject_count_.load(std::memory_order_seq_cst) != 0) return true;
+  // The add-queues and the ready queue, with the seq_cst loads that pair
+  // with schedule_delegated()'s publication (delegation_scheduler::visible).
+  if (delegation_ != nullptr && delegation_->visible()) return true;
   bool found = false;
   for (auto& w : workers_) {
     if (w.get() == &self) continue;

@@ -73,7 +73,7 @@ class task_cache {
   static constexpr std::size_t kLargest = kSmallest << (kClasses - 1);
   // Blocks kept per class; more are returned to the system allocator. A
   // worker that runs what others spawn (a thief) would otherwise hoard them.
-  static constexpr std::uint32_t kKeep = 512;
+  static constexpr std::uint32_t kKeep = 16384;
 
   // The class of a record of `bytes`; kClasses when it is too large (such
   // records use operator new directly).
@@ -104,7 +104,24 @@ class task_cache {
       return;
     }
 #endif
+    (void)cls;  // unused without the cache
     ::operator delete(p);
+  }
+
+  // Blocks that remember where they came from (data-flow records) go home:
+  // a block of `home`'s freed by this cache's owner joins a batch, and a full
+  // batch (or one for another home) is pushed onto home's return stack with
+  // one CAS; home takes back all its returned blocks with one exchange when
+  // its own list runs dry. So a producer worker whose records are freed by a
+  // consumer keeps drawing on them, and neither touches the system allocator.
+  // Owner of this cache only; `home` is any live cache of the same runtime.
+  MOTE_API void give_home(void* p, int cls, task_cache& home) noexcept;
+  // take() for blocks that go home: its own list, then its returned blocks.
+  void* take_returnable(int cls) {
+#if MOTE_TASK_CACHE
+    if (head_[cls] == nullptr && returned_[cls].load(std::memory_order_relaxed) != nullptr) reclaim(cls);
+#endif
+    return take(cls);
   }
 
   task_cache() = default;
@@ -113,11 +130,26 @@ class task_cache {
   task_cache& operator=(const task_cache&) = delete;
 
  private:
+  static constexpr std::uint32_t kBatch = 32;
   struct free_block {
     free_block* next;
+    free_block* next_batch;  // on a return stack: the batch under this one
   };
+  struct batch {
+    task_cache* home = nullptr;
+    free_block* head = nullptr;
+    free_block* tail = nullptr;
+    std::uint32_t count = 0;
+  };
+  MOTE_API void reclaim(int cls) noexcept;
+  void send(int cls) noexcept;
+
   free_block* head_[kClasses] = {};
   std::uint32_t count_[kClasses] = {};
+  batch outgoing_[kClasses];
+  // Written by the caches of other workers (give_home), so on lines of their own.
+  alignas(cache_line) std::atomic<free_block*> returned_[kClasses] = {};
+  char pad_[cache_line - (kClasses * sizeof(void*)) % cache_line] = {};
 };
 
 class alignas(cache_line) worker {
@@ -193,6 +225,15 @@ class alignas(cache_line) worker {
   // its own on top). Checks that it left the frames deque as it found it.
   void run_task(task* t, task_group* context) noexcept;
 
+  // ---- The scheduler policy (owner-read; fixed before the thread starts) --
+  // scheduler_policy::delegation: task_group's spawns on this worker go
+  // through runtime_impl::schedule() instead of onto its pool. Read on the
+  // spawn fast path, beside instrument_ on the owner-private line.
+  bool delegating() const noexcept { return delegating_; }
+  void set_delegating(bool on) noexcept { delegating_ = on; }
+  // Is this worker running a task (any level deep)? Owner only.
+  bool inside_task() const noexcept { return level_.load(std::memory_order_relaxed) != 0; }
+
   // ---- Instrumentation (MOTE_STATS=1, MOTE_TRACE) ------------------------
   // One test covers both: the fast path of join branches on it once.
   bool instrumented() const noexcept { return instrument_ != 0; }
@@ -244,6 +285,7 @@ class alignas(cache_line) worker {
   alignas(cache_line) runtime_impl* runtime_;
   unsigned index_;
   std::uint32_t instrument_;  // kInstrument* bits, fixed before the thread starts
+  bool delegating_ = false;   // scheduler_policy::delegation (see delegating())
   std::uint64_t rng_;
   trace_buffer* trace_;       // MOTE_TRACE: this worker's buffer (owned by the trace registry)
   mote::assistant* assistant_ = nullptr;  // runtime_options::assistants; owned by worker_main

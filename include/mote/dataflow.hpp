@@ -1,0 +1,571 @@
+// mote::dataflow: tasks ordered by the data they touch (OmpSs-2 / OpenMP
+// `depend` style), on the workers that fork-join and task groups use.
+//
+//   mote::dataflow df;                                    // on the default runtime, or df(rt)
+//   df.spawn(mote::out(a), [&] { a = make(); });
+//   df.spawn(mote::in(a), mote::inout(b), [&] { b += a; });
+//   df.spawn(mote::reduction(std::plus<>{}, sum), [&](auto& s) { s += part(); });
+//   df.wait();                                            // rethrows the first exception
+//
+// A task runs when every earlier task of its scope whose accesses conflict with
+// its own has finished. The dependency system is wait-free: one atomic flags
+// word per access, every transition a single fetch-or, no lock on the path
+// from a task's end to its successors' start (docs/dataflow.md has the design,
+// the argument for wait-freedom and for every memory order).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <new>
+#include <span>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "mote/detail/worker.hpp"
+#include "mote/runtime.hpp"
+#include "mote/task_group.hpp"
+#include "mote/trace.hpp"
+
+namespace mote {
+
+// What a task does to a region.
+enum class access_type : std::uint8_t {
+  in,           // reads: runs beside other adjacent `in`s
+  out,          // writes the whole region: after everything before it
+  inout,        // reads and writes: after everything before it
+  commutative,  // adjacent commutative accesses exclude each other, in any order
+  concurrent,   // adjacent concurrent accesses run together (the task synchronizes)
+  reduction,    // see mote::reduction
+};
+
+// One access: a region (its first byte identifies it, as OpenMP's depend
+// does: accesses to one object must name the same first address) and what the
+// task does to it. Made by in(), out(), inout(), commutative(), concurrent().
+struct access {
+  const void* address;
+  std::size_t size;
+  access_type type;
+};
+
+// The accesses, over an object or over n elements from p:
+//
+//   df.spawn(mote::in(x), mote::out(v.data(), v.size()), [&] { fill(v, x); });
+template <class T>
+access in(const T& x) noexcept {
+  return {std::addressof(x), sizeof(T), access_type::in};
+}
+template <class T>
+access in(const T* p, std::size_t n) noexcept {
+  return {p, n * sizeof(T), access_type::in};
+}
+template <class T>
+access out(T& x) noexcept {
+  return {std::addressof(x), sizeof(T), access_type::out};
+}
+template <class T>
+access out(T* p, std::size_t n) noexcept {
+  return {p, n * sizeof(T), access_type::out};
+}
+template <class T>
+access inout(T& x) noexcept {
+  return {std::addressof(x), sizeof(T), access_type::inout};
+}
+template <class T>
+access inout(T* p, std::size_t n) noexcept {
+  return {p, n * sizeof(T), access_type::inout};
+}
+// Mutually exclusive with the adjacent commutative accesses to the same
+// region, in any order: `x += f()` from many tasks.
+//
+//   for (auto& part : parts) df.spawn(mote::commutative(total), [&] { total += sum(part); });
+template <class T>
+access commutative(T& x) noexcept {
+  return {std::addressof(x), sizeof(T), access_type::commutative};
+}
+template <class T>
+access commutative(T* p, std::size_t n) noexcept {
+  return {p, n * sizeof(T), access_type::commutative};
+}
+// Runs together with the adjacent concurrent accesses to the region (the
+// tasks synchronize among themselves, with atomics for instance); ordered
+// against in, out and inout like a write.
+//
+//   df.spawn(mote::concurrent(hits), [&] { hits.fetch_add(count(part)); });
+template <class T>
+access concurrent(T& x) noexcept {
+  return {std::addressof(x), sizeof(T), access_type::concurrent};
+}
+template <class T>
+access concurrent(T* p, std::size_t n) noexcept {
+  return {p, n * sizeof(T), access_type::concurrent};
+}
+
+// The identity of a reduction operator: 0 for plus, minus, bit_or, bit_xor
+// and logical_or; 1 for multiplies; all ones for bit_and; true for
+// logical_and. Other operators pass their identity to reduction().
+template <class Op, class T>
+struct reduction_identity {};
+template <class U, class T>
+struct reduction_identity<std::plus<U>, T> {
+  static T value() { return T{}; }
+};
+template <class U, class T>
+struct reduction_identity<std::minus<U>, T> {
+  static T value() { return T{}; }
+};
+template <class U, class T>
+struct reduction_identity<std::bit_or<U>, T> {
+  static T value() { return T{}; }
+};
+template <class U, class T>
+struct reduction_identity<std::bit_xor<U>, T> {
+  static T value() { return T{}; }
+};
+template <class U, class T>
+struct reduction_identity<std::logical_or<U>, T> {
+  static T value() { return T{}; }
+};
+template <class U, class T>
+struct reduction_identity<std::multiplies<U>, T> {
+  static T value() { return T(1); }
+};
+template <class U, class T>
+struct reduction_identity<std::bit_and<U>, T> {
+  static T value() { return static_cast<T>(~T{}); }
+};
+template <class U, class T>
+struct reduction_identity<std::logical_and<U>, T> {
+  static T value() { return T(true); }
+};
+
+namespace detail {
+struct reduction_vtable;
+}  // namespace detail
+
+// A task reduction over x, as Nanos6 treats them: the adjacent reduction
+// accesses to x with the same operator form one reduction; each worker
+// accumulates into a private copy (initialized to the identity), handed to
+// the task's callable as a reference, one argument per reduction access in
+// order; the copies are combined into x with op when a later access needs x
+// (or at wait()). The combined value is op(x, op(copy, copy, ...)).
+//
+//   double sum = 0;
+//   for (int b = 0; b < blocks; ++b)
+//     df.spawn(mote::reduction(std::plus<>{}, sum), [&, b](double& s) { s += part(b); });
+//   df.wait();   // sum holds the total
+template <class Op, class T>
+struct reduction_access {
+  Op op;
+  T* target;
+  T identity;
+};
+template <class Op, class T>
+reduction_access<Op, T> reduction(Op op, T& x) {
+  return {std::move(op), std::addressof(x), reduction_identity<Op, T>::value()};
+}
+template <class Op, class T>
+reduction_access<Op, T> reduction(Op op, T& x, T identity) {
+  return {std::move(op), std::addressof(x), std::move(identity)};
+}
+
+class dataflow;
+
+namespace detail {
+
+struct df_task;
+struct df_group_info;
+
+// Type-erased operations of one reduction type (Op, T). Its address tells
+// reductions apart: only accesses with the same vtable join one reduction.
+struct reduction_vtable {
+  // Makes the shared state of a new reduction from the spec (a
+  // reduction_access<Op, T>), with `slots` private copies.
+  df_group_info* (*make)(const void* spec, unsigned slots);
+};
+
+// State shared by the accesses of one group: a reduction's private copies,
+// or the token that makes commutative tasks exclude each other.
+struct df_group_info {
+  virtual ~df_group_info() = default;
+  // Reductions: the calling worker's private copy (created on first use).
+  virtual void* slot(unsigned index) { (void)index; return nullptr; }
+  // Reductions: folds the copies into the target (once, by whoever ends the
+  // reduction; every copy's writer has finished).
+  virtual void combine() {}
+};
+
+template <class Op, class T>
+struct reduction_state final : df_group_info {
+  struct alignas(cache_line) cell {
+    bool used = false;
+    alignas(T) unsigned char storage[sizeof(T)];
+  };
+  Op op;
+  T* target;
+  T identity;
+  unsigned count;
+  cell* cells;
+
+  reduction_state(const reduction_access<Op, T>& spec, unsigned slots)
+      : op(spec.op), target(spec.target), identity(spec.identity), count(slots), cells(new cell[slots]) {}
+  ~reduction_state() override {
+    for (unsigned i = 0; i < count; ++i) {
+      if (cells[i].used) std::launder(reinterpret_cast<T*>(cells[i].storage))->~T();
+    }
+    delete[] cells;
+  }
+  void* slot(unsigned index) override {
+    cell& c = cells[index];
+    if (!c.used) {
+      ::new (c.storage) T(identity);
+      c.used = true;
+    }
+    return std::launder(reinterpret_cast<T*>(c.storage));
+  }
+  void combine() override {
+    for (unsigned i = 0; i < count; ++i) {
+      if (cells[i].used) *target = op(std::move(*target), *std::launder(reinterpret_cast<T*>(cells[i].storage)));
+    }
+  }
+  static df_group_info* make(const void* spec, unsigned slots) {
+    return new reduction_state(*static_cast<const reduction_access<Op, T>*>(spec), slots);
+  }
+  static constexpr reduction_vtable vtable{&reduction_state::make};
+};
+
+// One access of a task, as the dependency system keeps it. Only `flags` is
+// shared; the rest is written by the registering thread before the access is
+// published (by the fetch-or that links it to its predecessor, or that makes
+// its task ready) and read-only afterwards, except `successor`, written once
+// by the registrant of the next access before it sets the successor bit.
+struct df_access {
+  std::atomic<std::uint32_t> flags;
+  access_type type;
+  bool pred_task_link;   // readied by a predecessor task (trace flows, the graph)
+  std::uint16_t index;   // in its task
+  const void* address;
+  std::size_t size;
+  df_access* successor;
+  df_task* task;
+  df_group_info* group;  // reduction or commutative state, shared along the group
+  const reduction_vtable* red;  // reductions: the operator's vtable
+};
+
+// A data-flow task record: a task_group task (counted in the scope's group)
+// with its accesses and its callable, in one block from the worker's cache.
+struct df_task : group_task_base {
+  // Accesses not yet satisfied, plus one while registering. Whoever takes it
+  // to zero hands the task to the scheduler.
+  std::atomic<std::int32_t> blocked;
+  // Accesses not yet final, plus one until the task has finished running.
+  // Whoever takes it to zero frees the record.
+  std::atomic<std::int32_t> live;
+  // Set before the task is readied (published by `blocked`): a predecessor
+  // failed, so this one is skipped and fails its successors in turn.
+  std::atomic<bool> poisoned;
+  std::uint16_t num_accesses;
+  std::uint8_t cache_class;   // task_cache class; kClasses: operator new; 0xff: aligned new
+  std::uint32_t record_align; // the record's alignment (for aligned new)
+  bool commutative;           // holds commutative accesses: takes their tokens before running
+  std::uint16_t tokens_taken; // commutative tokens held, in address order (under their mutexes)
+  df_access* accesses;
+  dataflow* scope;
+  worker* home;               // the worker whose cache the block came from, or nullptr
+  std::uint64_t trace_id;     // MOTE_TRACE: flow arrows
+  const void* trace_what;     // the task's function (or name) for the trace
+  bool trace_named;
+  // Runs the callable (not the dependency work); destroys it.
+  void (*body)(df_task*, worker&);
+  void (*destroy)(df_task*) noexcept;
+};
+
+// The registration table of a scope: first address -> last access, owned by
+// the spawning thread. Open addressing; starts inline, grows on the heap.
+struct df_table {
+  struct entry {
+    const void* address;
+    df_access* last;
+  };
+  static constexpr std::uint32_t kInline = 16;
+  entry* slots = inline_;
+  std::uint32_t mask = kInline - 1;
+  std::uint32_t used = 0;
+  entry inline_[kInline] = {};
+
+  df_table() = default;
+  ~df_table();
+  df_table(const df_table&) = delete;
+  df_table& operator=(const df_table&) = delete;
+  MOTE_API entry& find_or_insert(const void* address);
+  MOTE_API void clear() noexcept;
+};
+
+// What spawn needs of one argument: an access, or a typed reduction.
+template <class A>
+struct is_reduction : std::false_type {};
+template <class Op, class T>
+struct is_reduction<reduction_access<Op, T>> : std::true_type {};
+
+template <class A>
+constexpr bool is_access_arg_v =
+    std::is_same_v<std::decay_t<A>, access> || is_reduction<std::decay_t<A>>::value;
+
+struct df_access_desc {
+  access base;
+  const reduction_vtable* red;
+  const void* spec;  // the reduction_access, alive during the spawn
+};
+
+template <class A>
+df_access_desc describe(const A& a) noexcept {
+  if constexpr (is_reduction<A>::value) {
+    using state = reduction_state<decltype(a.op), std::remove_pointer_t<decltype(a.target)>>;
+    return {{a.target, sizeof(*a.target), access_type::reduction}, &state::vtable, &a};
+  } else {
+    return {a, nullptr, nullptr};
+  }
+}
+
+// The worker's private copy for the reduction access acc (an argument of the
+// callable).
+MOTE_API void* reduction_slot(df_access& acc, worker& w);
+
+template <std::size_t I, class A>
+auto reduction_arg(df_access* acc, worker& w) {
+  if constexpr (is_reduction<A>::value) {
+    using T = std::remove_pointer_t<decltype(std::declval<A>().target)>;
+    return std::tuple<T&>(*static_cast<T*>(reduction_slot(acc[I], w)));
+  } else {
+    return std::tuple<>();
+  }
+}
+
+template <class F, class... A>
+struct df_record final : df_task {
+  F fn;
+
+  struct from_callable {};
+  template <class G>
+  df_record(from_callable, G&& g) : fn(std::forward<G>(g)) {}
+
+  static void run_body(df_task* base, worker& w) {
+    auto* self = static_cast<df_record*>(base);
+    call(self, w, std::index_sequence_for<A...>{});
+  }
+  template <std::size_t... I>
+  static void call(df_record* self, worker& w, std::index_sequence<I...>) {
+    auto args = std::tuple_cat(reduction_arg<I, A>(self->accesses, w)...);
+    std::apply(self->fn, args);
+  }
+  // Ends the callable's lifetime; the rest of the record is trivially
+  // destructible and stays until its accesses are final.
+  static void destroy_record(df_task* base) noexcept { std::destroy_at(&static_cast<df_record*>(base)->fn); }
+};
+
+// The compiled side of spawn (src/dataflow/dataflow.cpp).
+struct df_spawn_info {
+  std::size_t record_size;   // bytes of the record type
+  std::size_t record_align;
+  const void* trace_what;
+  bool trace_named;
+};
+// Allocates a record block with room for n accesses after `record_size`
+// bytes; *accesses receives where they go.
+MOTE_API void* df_allocate(dataflow& df, const df_spawn_info& info, std::uint32_t n, worker* w,
+                           df_access** accesses, std::uint8_t* cache_class);
+MOTE_API void df_deallocate(void* block, std::uint8_t cache_class, std::size_t align) noexcept;
+// Registers t's accesses (already described in descs) and readies it when
+// nothing blocks it. Throws mote::usage_error for misuse (then t was not
+// registered and the caller destroys it).
+MOTE_API void df_register(dataflow& df, df_task* t, const df_access_desc* descs, std::uint32_t n);
+// A data-flow task's task::execute.
+MOTE_API void df_task_run(task* base, worker& w) noexcept;
+
+}  // namespace detail
+
+// A data-flow scope: tasks spawned into it run in the order their accesses
+// require, on the runtime's workers, and wait() waits for all of them.
+//
+// Spawn from the thread that created the scope (the parent task's thread for
+// a nested scope; mote::usage_error otherwise). A scope created inside a
+// data-flow task is nested: its accesses must lie within the accesses of
+// that task, and may write only what it writes (mote::usage_error
+// otherwise); its tasks are ordered among themselves, and the enclosing task
+// ends when they have (its destructor waits). A scope is bound to the
+// task_group or data-flow task that creates it, as task_group is: cancelling
+// that cancels this. The scope's destructor waits (see ~dataflow), so a
+// nested scope needs no explicit wait().
+//
+// A task that throws: its exception is kept (the first one is rethrown by
+// wait()); the tasks that depend on it, directly or through others, are
+// skipped; every other task still runs.
+//
+//   mote::dataflow df;
+//   double a = 0, b = 1;
+//   df.spawn(mote::out(a), [&] { a = 2; });
+//   df.spawn(mote::in(a), mote::inout(b), [&] { b += a; });
+//   df.wait();   // b == 3
+class MOTE_API dataflow {
+ public:
+  // On a worker: a scope of that worker's runtime. Elsewhere: the default one.
+  dataflow();
+  explicit dataflow(runtime& rt);
+  // Waits for the tasks still pending, as wait() does (the implicit wait at
+  // the end of a scope, as OmpSs-2 tasks wait for their children): nothing is
+  // left running against a destroyed scope. Rethrows the first task
+  // exception, unless an exception is already propagating.
+  ~dataflow() noexcept(false);  // NOLINT(bugprone-exception-escape): reports a missing wait by design
+  dataflow(const dataflow&) = delete;
+  dataflow& operator=(const dataflow&) = delete;
+
+  // Adds a task: its accesses first, its callable last. The callable takes one
+  // reference per reduction access (its worker's private copy), in order, and
+  // nothing else. Any number of accesses; the same region twice in one task is
+  // one access of the stronger type (a reduction must be the region's only
+  // access in its task). Throws mote::usage_error for misuse (nothing was
+  // added), what copying the callable throws, and std::bad_alloc.
+  //
+  //   df.spawn(mote::in(a), mote::in(b), mote::out(c), [&] { c = a + b; });
+  template <class... Args>
+  void spawn(Args&&... args);
+
+  // The same with accesses known only at run time (no reductions):
+  //
+  //   std::vector<mote::access> acc = {mote::in(a), mote::out(c)};
+  //   df.spawn_accesses(acc, [&] { c = a; });
+  template <class F>
+  void spawn_accesses(std::span<const access> accesses, F&& f);
+
+  // Waits until every task spawned so far has finished (or was skipped),
+  // combines the reductions, and rethrows the first task exception. The scope
+  // is then empty: later tasks depend on nothing before this point. From the
+  // scope's own thread only, and not from inside one of its tasks.
+  //
+  //   df.wait();
+  task_group_status wait();
+
+  // Tasks that have not started will not run (their successors are released
+  // as they would have been). Ends at the next wait().
+  void cancel() noexcept { group_.cancel(); }
+  bool is_cancelled() const noexcept { return group_.is_cancelled(); }
+
+  // Keeps the graph of the tasks spawned from now on (until clear_graph()),
+  // for dump_dot(). Costs a few stores per dependency while on.
+  //
+  //   df.record_graph();  /* spawn ... */  df.dump_dot(std::cout);
+  void record_graph(bool on = true);
+  void clear_graph() noexcept;
+  // Writes the recorded graph in Graphviz's dot language: one node per task
+  // (its name, when it has one: mote::named), one edge per dependency,
+  // labelled with the region's address and the access types.
+  //
+  //   std::ofstream f("graph.dot"); df.dump_dot(f);   // dot -Tsvg graph.dot
+  void dump_dot(std::ostream& out) const;
+
+ private:
+  template <class F, class... A>
+  void spawn_record(F&& f, const detail::df_access_desc* descs, std::uint32_t n);
+  void construct(runtime* rt);
+  std::exception_ptr finish_wait(task_group_status* status);
+
+  task_group group_;
+  detail::runtime_impl* runtime_;
+  const void* spawner_;          // the thread that spawns (detail::thread_token())
+  detail::df_task* parent_;      // the data-flow task whose body made this scope, or nullptr
+  std::uint64_t spawned_since_wait_ = 0;
+  detail::df_table table_;
+  struct graph;
+  std::unique_ptr<graph> graph_;
+  friend MOTE_API void detail::df_register(dataflow&, detail::df_task*, const detail::df_access_desc*,
+                                           std::uint32_t);
+  friend MOTE_API void detail::df_task_run(detail::task*, detail::worker&) noexcept;
+  friend MOTE_API void* detail::df_allocate(dataflow&, const detail::df_spawn_info&, std::uint32_t,
+                                            detail::worker*, detail::df_access**, std::uint8_t*);
+};
+
+template <class F, class... A>
+void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uint32_t n) {
+  using record = detail::df_record<std::decay_t<F>, std::decay_t<A>...>;
+  detail::worker* w = detail::current_worker;
+  const void* what;
+  bool named;
+  if constexpr (detail::is_named_group_fn<std::decay_t<F>>::value) {
+    what = f.name;
+    named = true;
+  } else {
+    what = reinterpret_cast<const void*>(&record::run_body);
+    named = false;
+  }
+  const detail::df_spawn_info info{sizeof(record), alignof(record), what, named};
+  detail::df_access* accesses = nullptr;
+  std::uint8_t cls = 0;
+  void* memory = detail::df_allocate(*this, info, n, w, &accesses, &cls);
+  record* t;
+  try {
+    t = ::new (memory) record(typename record::from_callable{}, std::forward<F>(f));
+  } catch (...) {
+    detail::df_deallocate(memory, cls, alignof(record));
+    throw;
+  }
+  t->accesses = accesses;
+  t->cache_class = cls;
+  t->record_align = alignof(record);
+  t->body = &record::run_body;
+  t->destroy = &record::destroy_record;
+  t->trace_what = what;
+  t->trace_named = named;
+  try {
+    detail::df_register(*this, t, descs, n);
+  } catch (...) {
+    t->~record();
+    detail::df_deallocate(memory, cls, alignof(record));
+    throw;
+  }
+}
+
+template <class... Args>
+void dataflow::spawn(Args&&... args) {
+  static_assert(sizeof...(Args) >= 1, "mote::dataflow::spawn: the callable is missing");
+  auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+  constexpr std::size_t n = sizeof...(Args) - 1;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    static_assert((detail::is_access_arg_v<std::tuple_element_t<I, std::tuple<Args...>>> && ...),
+                  "mote::dataflow::spawn: every argument but the last must be an access "
+                  "(mote::in, out, inout, commutative, concurrent, reduction)");
+    using last = std::tuple_element_t<n, std::tuple<Args...>>;
+    if constexpr (n == 0) {
+      spawn_record<last>(static_cast<last&&>(std::get<n>(all)), nullptr, 0);
+    } else {
+      const detail::df_access_desc descs[n] = {detail::describe(std::get<I>(all))...};
+      spawn_record<last, std::decay_t<std::tuple_element_t<I, std::tuple<Args...>>>...>(
+          static_cast<last&&>(std::get<n>(all)), descs, static_cast<std::uint32_t>(n));
+    }
+  }(std::make_index_sequence<n>{});
+}
+
+template <class F>
+void dataflow::spawn_accesses(std::span<const access> accesses, F&& f) {
+  constexpr std::size_t kOnStack = 16;
+  detail::df_access_desc small[kOnStack];
+  std::unique_ptr<detail::df_access_desc[]> big;
+  detail::df_access_desc* descs = small;
+  if (accesses.size() > kOnStack) {
+    big.reset(new detail::df_access_desc[accesses.size()]);
+    descs = big.get();
+  }
+  for (std::size_t i = 0; i < accesses.size(); ++i) {
+    if (accesses[i].type == access_type::reduction) {
+      throw usage_error("mote::dataflow::spawn_accesses: reductions need mote::reduction() in spawn()");
+    }
+    descs[i] = {accesses[i], nullptr, nullptr};
+  }
+  spawn_record<F>(std::forward<F>(f), descs, static_cast<std::uint32_t>(accesses.size()));
+}
+
+}  // namespace mote

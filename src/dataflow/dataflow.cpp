@@ -1,0 +1,838 @@
+// The data-flow model's compiled side: registration, the wait-free dependency
+// system, a task's run and end, the scope's wait, the graph for dump_dot().
+// docs/dataflow.md has the design, and the argument for wait-freedom and for
+// the memory orders; the comments here say which step of it each line is.
+#include "mote/dataflow.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/config.hpp"
+#include "runtime/runtime_impl.hpp"
+
+namespace mote {
+
+// ---- The access state machine --------------------------------------------
+//
+// Accesses to one region in one scope form a chain, in spawn order. Adjacent
+// accesses that may run together form a group: `in`s; `concurrent`s;
+// `commutative`s (which then exclude each other through a token);
+// reductions with the same operator. out and inout are groups of one. An
+// access is satisfied when every access of the groups before its own has
+// finished. Its flags only ever gain bits, each through one fetch-or (a
+// "message"); the value before and after a fetch-or tells the thread that
+// made it which conditions it alone has just made true, and so which
+// messages it alone must send.
+namespace {
+
+constexpr std::uint32_t kReady = 1u << 0;       // R: the group is satisfied (from the previous member)
+constexpr std::uint32_t kDone = 1u << 1;        // D: every access before this one has finished
+constexpr std::uint32_t kPoison = 1u << 2;      // P: a task of an earlier group failed
+constexpr std::uint32_t kGroupFail = 1u << 3;   // Q: a task earlier in this group failed (travels with D)
+constexpr std::uint32_t kComplete = 1u << 4;    // C: this access's task has finished
+constexpr std::uint32_t kFailed = 1u << 5;      // F: ... and failed (or was skipped for poison)
+constexpr std::uint32_t kSucc = 1u << 6;        // S: a successor is linked
+constexpr std::uint32_t kSuccSame = 1u << 7;    // SS: ... in the same group (set with S)
+constexpr std::uint32_t kSealed = 1u << 8;      // E: no successor will come (the scope's wait)
+constexpr std::uint32_t kNoReadyMsg = 1u << 9;  // NR: no R message will come (set at creation)
+constexpr std::uint32_t kReadySent = 1u << 10;  // RS: the R message to the successor is delivered
+constexpr std::uint32_t kDoneSent = 1u << 11;   // DS: the D message to the successor is delivered
+
+constexpr bool has(std::uint32_t f, std::uint32_t bits) { return (f & bits) == bits; }
+
+// The access may run (as far as this region goes).
+constexpr bool satisfied(std::uint32_t f) { return (f & (kReady | kDone)) != 0; }
+// R goes to a same-group successor once this access is satisfied.
+constexpr bool send_ready(std::uint32_t f) { return satisfied(f) && has(f, kSucc | kSuccSame); }
+// D goes to the successor once everything up to this access has finished.
+constexpr bool send_done(std::uint32_t f) { return has(f, kDone | kComplete | kSucc); }
+// The group ends at this access: it is its last member and everything up to
+// it has finished. A reduction combines here, a commutative token dies here.
+constexpr bool group_ends(std::uint32_t f) {
+  return has(f, kDone | kComplete) && ((f & kSealed) != 0 || (f & (kSucc | kSuccSame)) == kSucc);
+}
+// Nothing will reach this access any more, and nothing it sent is in flight:
+// every message it expects has arrived (R unless NR, D, C, S or E), and the
+// deliveries it made have been acknowledged (RS, DS).
+constexpr bool final_state(std::uint32_t f) {
+  if (!has(f, kDone | kComplete)) return false;
+  if ((f & (kReady | kNoReadyMsg)) == 0) return false;
+  if (f & kSealed) return true;
+  if (!has(f, kSucc | kDoneSent)) return false;
+  return (f & kSuccSame) == 0 || (f & kReadySent) != 0;
+}
+
+bool same_group(const detail::df_access& pred, const detail::df_access_desc& next) {
+  if (pred.type != next.base.type) return false;
+  switch (next.base.type) {
+    case access_type::in:
+    case access_type::concurrent:
+    case access_type::commutative:
+      return true;
+    case access_type::reduction:
+      return pred.red == next.red;
+    default:
+      return false;  // out, inout: groups of one
+  }
+}
+
+bool writes(access_type t) { return t != access_type::in; }
+
+// ---- Mailbox: the messages a thread still has to deliver -------------------
+//
+// A delivery may make further ones necessary (a chain of `in`s readied one by
+// one); rather than recurse, a thread queues them here and delivers until the
+// box is empty, before it returns to its caller. Per thread (workers and the
+// spawning thread alike); only its owner touches it.
+struct message {
+  detail::df_access* to;
+  std::uint32_t bits;
+  detail::df_access* from;  // acknowledged with `ack` after delivery; nullptr: none
+  std::uint32_t ack;
+};
+
+struct mailbox {
+  static constexpr std::uint32_t kInline = 64;
+  message inline_[kInline];
+  message* heap = nullptr;
+  std::uint32_t capacity = 0;  // of heap
+  std::uint32_t size = 0;
+
+  message* data() { return heap != nullptr ? heap : inline_; }
+  void push(const message& m) {
+    const std::uint32_t cap = heap != nullptr ? capacity : kInline;
+    if (size == cap) {
+      const std::uint32_t grown = cap * 2;
+      auto* bigger = static_cast<message*>(std::malloc(sizeof(message) * grown));
+      if (bigger == nullptr) std::abort();  // out of memory inside a noexcept path
+      std::memcpy(bigger, data(), sizeof(message) * size);
+      std::free(heap);
+      heap = bigger;
+      capacity = grown;
+    }
+    data()[size++] = m;
+  }
+  bool pop(message* m) {
+    if (size == 0) return false;
+    *m = data()[--size];
+    return true;
+  }
+};
+
+constinit thread_local mailbox* tl_mailbox __attribute__((tls_model("initial-exec"))) = nullptr;
+// The data-flow task whose body this thread is running (innermost), or nullptr.
+constinit thread_local detail::df_task* tl_current __attribute__((tls_model("initial-exec"))) = nullptr;
+
+mailbox& my_mailbox() {
+  if (MOTE_UNLIKELY(tl_mailbox == nullptr)) {
+    // One per thread for its lifetime; a thread_local with a destructor would
+    // cost every access a guard. Freed at thread exit by its holder below.
+    static thread_local struct holder {
+      mailbox box;
+      ~holder() {
+        std::free(box.heap);
+        tl_mailbox = nullptr;
+      }
+    } h;
+    tl_mailbox = &h.box;
+  }
+  return *tl_mailbox;
+}
+
+bool pools_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("MOTE_DATAFLOW_POOLS");
+    if (v == nullptr || *v == '\0') return true;
+    const std::string s(v);
+    if (s == "1" || s == "on" || s == "yes") return true;
+    if (s == "0" || s == "off" || s == "no") return false;
+    throw config_error("MOTE_DATAFLOW_POOLS: expected 0 or 1 (pools off or on), got '" + s + "'");
+  }();
+  return on;
+}
+
+std::atomic<std::uint64_t> next_trace_id{1};
+
+// df_task::cache_class of a block from aligned operator new.
+constexpr std::uint8_t kAlignedNew = 0xff;
+
+// Commutative tasks of one group exclude each other through this token. A
+// task takes the tokens of all its commutative accesses before it runs,
+// never waiting for one while holding another: when one is taken it gives
+// back what it holds and waits in that token's list, and the holder hands
+// the task to the scheduler again when it releases.
+struct commutative_token final : detail::df_group_info {
+  std::mutex mutex;
+  bool held = false;
+  std::vector<detail::df_task*> waiting;
+};
+
+}  // namespace
+
+namespace detail {
+
+// ---- Registration table ------------------------------------------------------
+
+df_table::~df_table() {
+  if (slots != inline_) delete[] slots;
+}
+
+df_table::entry& df_table::find_or_insert(const void* address) {
+  const auto hash = [](const void* p) {
+    auto x = reinterpret_cast<std::uintptr_t>(p);
+    x ^= x >> 17;
+    x *= 0x9E3779B97F4A7C15ull;
+    return static_cast<std::uint32_t>(x >> 32);
+  };
+  if ((used + 1) * 4 > (mask + 1) * 3) {
+    // Grow (at 3/4 full): rehash into twice the slots.
+    const std::uint32_t old_size = mask + 1;
+    entry* old = slots;
+    auto* bigger = new entry[static_cast<std::size_t>(old_size) * 2]();
+    mask = old_size * 2 - 1;
+    slots = bigger;
+    for (std::uint32_t i = 0; i < old_size; ++i) {
+      if (old[i].address == nullptr) continue;
+      std::uint32_t j = hash(old[i].address) & mask;
+      while (slots[j].address != nullptr) j = (j + 1) & mask;
+      slots[j] = old[i];
+    }
+    if (old != inline_) delete[] old;
+  }
+  std::uint32_t i = hash(address) & mask;
+  while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
+  if (slots[i].address == nullptr) {
+    slots[i].address = address;
+    slots[i].last = nullptr;
+    ++used;
+  }
+  return slots[i];
+}
+
+void df_table::clear() noexcept {
+  for (std::uint32_t i = 0; i <= mask; ++i) slots[i] = entry{nullptr, nullptr};
+  used = 0;
+}
+
+// ---- The engine ---------------------------------------------------------------
+
+namespace {
+
+struct engine {
+  worker* w;                // the calling thread's worker (any runtime), or nullptr
+  runtime_impl* rt;         // the scope's runtime
+  trace_buffer* trace;      // w's trace buffer when tracing, else nullptr
+  mailbox& box;
+
+  // Delivers m and everything it leads to, until the box is empty.
+  void post(const message& m) { box.push(m); }
+  void drain() noexcept {
+    message m;
+    while (box.pop(&m)) {
+      apply(m.to, m.bits, m.from != nullptr);
+      if (m.from != nullptr) apply(m.from, m.ack, false);
+    }
+  }
+
+  // One message: one fetch-or, then what it alone made true.
+  void apply(df_access* a, std::uint32_t bits, bool from_predecessor) noexcept {
+    // acq_rel: acquire, so that this thread sees what the senders of earlier
+    // messages to `a` published (the successor pointer, the data their tasks
+    // wrote, a reduction's copies); release, so that whoever delivers a later
+    // message to `a` sees what this thread did before. Each decision below is
+    // taken by exactly one thread: the one whose fetch-or moved the
+    // condition from false to true.
+    //
+    // Lifetime: once this fetch-or is done, `a` may be freed by the thread
+    // whose message makes it final, unless this thread still holds it. It
+    // does in each branch below: the task cannot finish (C) before its last
+    // satisfaction is counted; a successor message is not acknowledged yet
+    // (DS, RS are part of the final state); a group ends with S and no SS
+    // only together with the D message (same fetch-or), or with E, which the
+    // scope's wait sends when no message is in flight. So fields of `a` are
+    // read in those branches only, never after.
+    const std::uint32_t old = a->flags.fetch_or(bits, std::memory_order_acq_rel);
+    const std::uint32_t now = old | bits;
+
+    if (!satisfied(old) && satisfied(now)) {
+      df_task* t = a->task;
+      if (now & kPoison) t->poisoned.store(true, std::memory_order_relaxed);  // published by `blocked`
+      if (from_predecessor && (bits & kDone) != 0) {
+        a->pred_task_link = true;  // published by `blocked`, read by the task's run
+        if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::flow_out, flow_id(a));
+      }
+      // acq_rel: the last satisfaction sees every earlier one's writes (the
+      // poison flag, the links), and publishes them to the thread that runs
+      // the task (through the scheduler's own release/acquire).
+      if (t->blocked.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(t);
+    }
+
+    const bool r = !send_ready(old) && send_ready(now);
+    const bool d = !send_done(old) && send_done(now);
+    if (!group_ends(old) && group_ends(now) && a->group != nullptr) {
+      // Every member has finished (D and C here): their writes to the shared
+      // state happened before the fetch-ors that brought D to this access.
+      if (a->type == access_type::reduction) a->group->combine();
+      delete a->group;
+    }
+    if (r || d) {
+      // The successor pointer was written before S was set (release, by the
+      // registrant); this fetch-or read a value with S, so it is visible.
+      df_access* succ = a->successor;
+      std::uint32_t msg = 0;
+      std::uint32_t ack = 0;
+      const bool same = (now & kSuccSame) != 0;
+      if (r) {
+        msg |= kReady | (now & kPoison);
+        ack |= kReadySent;
+      }
+      if (d) {
+        msg |= kDone;
+        const bool failed_here = (now & (kFailed | kGroupFail)) != 0;
+        if (same) {
+          msg |= (now & kPoison) | (failed_here ? kGroupFail : 0);
+        } else {
+          msg |= ((now & kPoison) != 0 || failed_here) ? kPoison : 0;
+        }
+        ack |= kDoneSent;
+      }
+      post({succ, msg, a, ack});
+    }
+    // Final: nothing else will touch `a`; this thread alone may read it now.
+    if (!final_state(old) && final_state(now)) release_access(a->task);
+  }
+
+  static std::uint64_t flow_id(const df_access* a) { return (a->task->trace_id << 16) | a->index; }
+
+  void ready(df_task* t) noexcept;
+  void release_access(df_task* t) noexcept;
+};
+
+void free_record(df_task* t, worker* w) noexcept {
+  void* block = t;
+  const std::uint8_t cls = t->cache_class;
+  worker* home = t->home;
+  // The callable was destroyed when the task ran (or failed to register);
+  // what is left is trivially destructible.
+  if (cls == kAlignedNew) {
+    ::operator delete(block, std::align_val_t(t->record_align));
+    return;
+  }
+  if (cls >= task_cache::kClasses) {
+    ::operator delete(block);
+    return;
+  }
+  if (home != nullptr && w != nullptr && &w->runtime() == &home->runtime()) {
+    w->cache().give_home(block, cls, home->cache());
+  } else if (w != nullptr && home == nullptr) {
+    w->cache().give(block, cls);
+  } else {
+    ::operator delete(block);
+  }
+}
+
+void engine::release_access(df_task* t) noexcept {
+  // acq_rel: the last release sees every access's final state; nothing
+  // touches the record after it.
+  if (t->live.fetch_sub(1, std::memory_order_acq_rel) == 1) free_record(t, w);
+}
+
+// The k-th commutative access of t in address order (the order in which its
+// tokens are taken, so that two tasks never wait for each other's).
+df_access* nth_token(df_task* t, std::uint16_t k) {
+  const void* after = nullptr;
+  df_access* pick = nullptr;
+  for (std::uint16_t step = 0; step <= k; ++step) {
+    pick = nullptr;
+    for (std::uint16_t i = 0; i < t->num_accesses; ++i) {
+      df_access& a = t->accesses[i];
+      if (a.type != access_type::commutative || a.group == nullptr) continue;
+      if (step > 0 && std::less<>{}(a.address, after)) continue;
+      if (step > 0 && a.address == after) continue;
+      if (pick == nullptr || std::less<>{}(a.address, pick->address)) pick = &a;
+    }
+    if (pick == nullptr) return nullptr;
+    after = pick->address;
+  }
+  return pick;
+}
+
+// Takes t's tokens in address order, from where it stopped; on one that is
+// held, waits in its list (keeping the ones taken: with one global order no
+// two tasks wait for each other) and returns false. The holder hands it back
+// to ready() when it gives the token up.
+bool take_tokens(df_task* t) {
+  for (;;) {
+    df_access* a = nth_token(t, t->tokens_taken);
+    if (a == nullptr) return true;
+    auto* token = static_cast<commutative_token*>(a->group);
+    std::lock_guard<std::mutex> lock(token->mutex);
+    if (token->held) {
+      token->waiting.push_back(t);
+      return false;
+    }
+    token->held = true;
+    ++t->tokens_taken;
+  }
+}
+
+void engine::ready(df_task* t) noexcept {
+  if (MOTE_UNLIKELY(t->commutative) && t->poisoned.load(std::memory_order_relaxed)) {
+    t->commutative = false;  // skipped anyway: takes no tokens, so gives none back
+  }
+  if (MOTE_UNLIKELY(t->commutative)) {
+    bool ok;
+    try {
+      ok = take_tokens(t);
+    } catch (...) {
+      std::abort();  // a mutex that cannot lock, or no memory for one pointer
+    }
+    if (!ok) return;  // waits in a token's list
+  }
+  // Under work stealing: this worker's pool (a chain stays where its data is
+  // warm, and an idle worker steals it). Only the spawning thread readies
+  // tasks from outside the runtime, and submit() throws only in a forked
+  // child or without memory.
+  try {
+    rt->schedule(t, w);
+  } catch (...) {
+    std::abort();
+  }
+}
+
+void give_tokens(df_task* t, engine& e) noexcept {
+  std::vector<df_task*> retry;
+  try {
+    for (std::uint16_t k = 0; k < t->tokens_taken; ++k) {
+      auto* token = static_cast<commutative_token*>(nth_token(t, k)->group);
+      std::lock_guard<std::mutex> lock(token->mutex);
+      token->held = false;
+      for (df_task* x : token->waiting) retry.push_back(x);
+      token->waiting.clear();
+    }
+  } catch (...) {
+    std::abort();  // no memory for the list of waiters
+  }
+  t->tokens_taken = 0;
+  // Every waiter tries again; one gets the token, the others wait again.
+  for (df_task* x : retry) e.ready(x);
+}
+
+}  // namespace
+
+void* reduction_slot(df_access& acc, worker& w) { return acc.group->slot(w.index()); }
+
+// ---- Allocation -----------------------------------------------------------------
+
+void* df_allocate(dataflow& df, const df_spawn_info& info, std::uint32_t n, worker* w, df_access** accesses,
+                  std::uint8_t* cache_class) {
+  (void)df;
+  const std::size_t align = alignof(df_access);
+  const std::size_t head = (info.record_size + align - 1) / align * align;
+  const std::size_t bytes = head + n * sizeof(df_access);
+  const int cls = task_cache::class_of(bytes);
+  void* block;
+  if (cls < task_cache::kClasses && info.record_align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__ && w != nullptr &&
+      pools_enabled()) {
+    block = w->cache().take_returnable(cls);
+    *cache_class = static_cast<std::uint8_t>(cls);
+  } else if (info.record_align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+    block = ::operator new(bytes);
+    *cache_class = task_cache::kClasses;  // plain operator new
+  } else {
+    // An over-aligned callable: the class byte says how to free it.
+    block = ::operator new(bytes, std::align_val_t(info.record_align));
+    *cache_class = kAlignedNew;
+    static_assert(task_cache::kClasses < kAlignedNew);
+  }
+  *accesses = reinterpret_cast<df_access*>(static_cast<char*>(block) + head);
+  return block;
+}
+
+void df_deallocate(void* block, std::uint8_t cache_class, std::size_t align) noexcept {
+  if (cache_class == kAlignedNew) {
+    ::operator delete(block, std::align_val_t(align));
+    return;
+  }
+  if (cache_class >= task_cache::kClasses) {
+    ::operator delete(block);
+    return;
+  }
+  worker* w = current_worker;
+  if (w != nullptr) {
+    w->cache().give(block, cache_class);
+  } else {
+    ::operator delete(block);
+  }
+}
+
+}  // namespace detail
+
+// ---- The scope's graph (dump_dot) ---------------------------------------------
+
+struct dataflow::graph {
+  struct node {
+    std::uint64_t id;
+    const void* what;
+    bool named;
+  };
+  struct edge {
+    std::uint64_t from, to;
+    const void* address;
+    access_type from_type, to_type;
+  };
+  // Per region: the tasks of its current group and of the group before, so
+  // that an edge joins a task to the tasks it really waits for (two readers
+  // in a row are not ordered, though their accesses are chained).
+  struct chain {
+    std::vector<std::uint64_t> before, current;
+  };
+  std::vector<node> nodes;
+  std::vector<edge> edges;
+  std::unordered_map<const void*, chain> chains;
+  std::uint64_t next_id = 1;
+  bool on = false;
+
+  void add(const void* address, std::uint64_t task, access_type type, access_type pred_type, bool same) {
+    chain& c = chains[address];
+    if (!same) {
+      c.before.swap(c.current);
+      c.current.clear();
+    }
+    for (std::uint64_t from : c.before) edges.push_back({from, task, address, pred_type, type});
+    c.current.push_back(task);
+  }
+};
+
+namespace {
+
+const char* type_name(access_type t) {
+  switch (t) {
+    case access_type::in: return "in";
+    case access_type::out: return "out";
+    case access_type::inout: return "inout";
+    case access_type::commutative: return "commutative";
+    case access_type::concurrent: return "concurrent";
+    case access_type::reduction: return "reduction";
+  }
+  return "?";
+}
+
+// Stronger of two accesses to one region by one task.
+access_type merge_types(access_type a, access_type b) {
+  if (a == b) return a;
+  if ((a == access_type::in && b == access_type::out) || (a == access_type::out && b == access_type::in)) {
+    return access_type::inout;
+  }
+  if (a == access_type::in) return b == access_type::concurrent || b == access_type::commutative ? access_type::inout : b;
+  if (b == access_type::in) return a == access_type::concurrent || a == access_type::commutative ? access_type::inout : a;
+  return access_type::inout;
+}
+
+}  // namespace
+
+void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, std::uint32_t n) {
+  if (MOTE_UNLIKELY(thread_token() != df.spawner_)) {
+    throw usage_error(
+        "mote::dataflow::spawn: called from another thread than the one that created the scope; a scope's "
+        "tasks are ordered by spawn order, which only one thread defines");
+  }
+  if (n > 0xffff) throw usage_error("mote::dataflow::spawn: more than 65535 accesses in one task");
+  worker* w = current_worker;
+  if (w != nullptr && &w->runtime() != df.runtime_) w = nullptr;  // another runtime's worker: an outsider here
+  // Misuse first, before anything is linked: a nested scope's accesses must
+  // lie within its parent task's, and write only what it writes; a region
+  // named twice in one task is merged, except reductions.
+  if (df.parent_ != nullptr) {
+    const df_task* p = df.parent_;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const auto* lo = static_cast<const char*>(descs[i].base.address);
+      bool covered = false;
+      for (std::uint16_t k = 0; k < p->num_accesses && !covered; ++k) {
+        const df_access& pa = p->accesses[k];
+        const auto* plo = static_cast<const char*>(pa.address);
+        if (lo >= plo && lo + descs[i].base.size <= plo + pa.size &&
+            (!writes(descs[i].base.type) || writes(pa.type))) {
+          covered = true;
+        }
+      }
+      if (!covered) {
+        throw usage_error(
+            std::string("mote::dataflow::spawn: a nested task's ") + type_name(descs[i].base.type) +
+            " access is not within an access of its parent task that allows it (a nested scope's "
+            "accesses are children of the parent's, as in OmpSs-2)");
+      }
+    }
+  }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t k = 0; k < i; ++k) {
+      if (descs[k].base.address == descs[i].base.address &&
+          (descs[k].base.type == access_type::reduction || descs[i].base.type == access_type::reduction)) {
+        throw usage_error("mote::dataflow::spawn: a region with a reduction access is named twice in one task");
+      }
+    }
+  }
+
+  task_group& g = df.group_;
+  t->execute = &df_task_run;
+  t->group = &g;
+  t->scope = &df;
+  t->num_accesses = static_cast<std::uint16_t>(n);
+  t->poisoned.store(false, std::memory_order_relaxed);
+  t->home = (w != nullptr && t->cache_class < task_cache::kClasses) ? w : nullptr;
+  t->commutative = false;
+  t->tokens_taken = 0;
+  t->trace_id = 0;
+  const bool traced = (w != nullptr && w->trace() != nullptr) || (w == nullptr && trace::enabled());
+  if (MOTE_UNLIKELY(traced)) t->trace_id = next_trace_id.fetch_add(1, std::memory_order_relaxed);
+
+  // Describe every access; merge repeats of a region into the first one.
+  std::uint32_t counted = 0;  // accesses that take part (not merged away)
+  for (std::uint32_t i = 0; i < n; ++i) {
+    df_access& a = t->accesses[i];
+    a.type = descs[i].base.type;
+    a.address = descs[i].base.address;
+    a.size = descs[i].base.size;
+    a.index = static_cast<std::uint16_t>(i);
+    a.successor = nullptr;
+    a.task = t;
+    a.group = nullptr;
+    a.red = descs[i].red;
+    a.pred_task_link = false;
+    a.flags.store(0, std::memory_order_relaxed);
+    for (std::uint32_t k = 0; k < i; ++k) {
+      df_access& b = t->accesses[k];
+      if (b.address == a.address && b.flags.load(std::memory_order_relaxed) == 0) {
+        b.type = merge_types(b.type, a.type);
+        b.size = std::max(b.size, a.size);
+        // Merged away: final from the start, no part in the counts.
+        a.flags.store(kReady | kDone | kComplete | kSealed | kNoReadyMsg, std::memory_order_relaxed);
+        break;
+      }
+    }
+    if (a.flags.load(std::memory_order_relaxed) == 0) ++counted;
+  }
+  // Relaxed: the record is private until the first link below publishes it
+  // (acq_rel fetch-ors on the predecessors).
+  t->blocked.store(static_cast<std::int32_t>(counted) + 1, std::memory_order_relaxed);
+  t->live.store(static_cast<std::int32_t>(counted) + 1, std::memory_order_relaxed);
+  t->local = group_access::count_in(g, w);
+  ++df.spawned_since_wait_;
+
+  dataflow::graph* graph = df.graph_ && df.graph_->on ? df.graph_.get() : nullptr;
+  std::uint64_t node_id = 0;
+  if (graph != nullptr) {
+    node_id = graph->next_id++;
+    graph->nodes.push_back({node_id, t->trace_what, t->trace_named});
+  }
+
+  engine e{w, df.runtime_, w != nullptr ? w->trace() : nullptr, my_mailbox()};
+  std::int32_t satisfied_now = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    df_access& a = t->accesses[i];
+    if (a.flags.load(std::memory_order_relaxed) != 0) continue;  // merged away
+    df_table::entry& slot = df.table_.find_or_insert(a.address);
+    df_access* pred = slot.last;
+    const df_access_desc& desc = descs[i];
+    const df_access_desc merged{{a.address, a.size, a.type}, a.red, desc.spec};
+    if (pred == nullptr) {
+      // First in the chain: satisfied at once.
+      a.flags.store(kDone | kNoReadyMsg, std::memory_order_relaxed);
+      ++satisfied_now;
+    } else {
+      const bool same = same_group(*pred, merged);
+      if (!same) a.flags.store(kNoReadyMsg, std::memory_order_relaxed);
+      if (same) a.group = pred->group;
+
+    }
+    if (a.group == nullptr) {
+      if (a.type == access_type::reduction) {
+        const unsigned slots = df.runtime_->num_workers();
+        a.group = desc.red->make(desc.spec, slots);
+      } else if (a.type == access_type::commutative) {
+        a.group = new commutative_token;
+      }
+    }
+    if (a.type == access_type::commutative) t->commutative = true;
+    if (graph != nullptr) {
+      graph->add(a.address, node_id, a.type, pred != nullptr ? pred->type : a.type,
+                 pred != nullptr && same_group(*pred, merged));
+    }
+    slot.last = &a;
+    if (pred != nullptr) {
+      // Link, then tell the predecessor (S, with SS when the group goes on).
+      // The plain store is published by the fetch-or's release.
+      pred->successor = &a;
+      e.post({pred, kSucc | (same_group(*pred, merged) ? kSuccSame : 0), nullptr, 0});
+      e.drain();
+    }
+  }
+  // Registration is over: drop its hold. Whoever takes `blocked` to zero
+  // (this thread now, or the last predecessor to finish) readies the task.
+  const std::int32_t drop = satisfied_now + 1;
+  if (t->blocked.fetch_sub(drop, std::memory_order_acq_rel) == drop) e.ready(t);
+}
+
+// ---- Running a task -------------------------------------------------------------
+
+void detail::df_task_run(task* base, worker& w) noexcept {
+  auto* t = static_cast<df_task*>(base);
+  dataflow& df = *t->scope;
+  task_group& g = df.group_;
+  const bool counted_by_owner = t->local && &w == group_access::owner(g);
+  trace_buffer* trace = w.trace();
+  if (MOTE_UNLIKELY(trace != nullptr)) {
+    if (t->trace_named) {
+      trace->put(trace_kind::task_name, 0, t->trace_what);
+    } else {
+      trace->put(trace_kind::task_fn, 0, t->trace_what);
+    }
+    for (std::uint16_t i = 0; i < t->num_accesses; ++i) {
+      if (t->accesses[i].pred_task_link) trace->put(trace_kind::flow_in, engine::flow_id(&t->accesses[i]));
+    }
+  }
+  bool failed = t->poisoned.load(std::memory_order_relaxed);
+  // Relaxed: as in a task_group task, cancellation is a request.
+  if (!failed && (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled())) {
+    const std::uint32_t level = w.enter_group(&g);
+    df_task* outer = tl_current;
+    tl_current = t;
+    try {
+      t->body(t, w);
+    } catch (...) {
+      group_access::record_exception_only(g, std::current_exception());
+      failed = true;
+    }
+    tl_current = outer;
+    w.leave_group(level);
+  }
+  t->destroy(t);  // the callable; the record stays until its accesses are final
+  engine e{&w, df.runtime_, trace, my_mailbox()};
+  if (MOTE_UNLIKELY(t->commutative)) give_tokens(t, e);
+  // Finish every access: C (and F), delivered one by one with what follows.
+  const std::uint32_t done = kComplete | (failed ? kFailed : 0);
+  for (std::uint16_t i = t->num_accesses; i-- > 0;) {
+    df_access& a = t->accesses[i];
+    if ((a.flags.load(std::memory_order_relaxed) & kComplete) != 0) continue;  // merged away
+    e.post({&a, done, nullptr, 0});
+  }
+  e.drain();
+  e.release_access(t);  // the body's share of `live`
+  // The task's last access to its scope: once counted down, wait() may return.
+  if (counted_by_owner) {
+    group_access::finish_local(g);
+  } else {
+    group_access::finish_remote(g);
+  }
+}
+
+// ---- The scope -------------------------------------------------------------------
+
+namespace {
+detail::runtime_impl& runtime_for_caller() {
+  detail::worker* w = detail::current_worker;
+  return w ? w->runtime() : detail::runtime_access::impl(runtime::default_runtime());
+}
+}  // namespace
+
+dataflow::dataflow() : group_(), runtime_(&runtime_for_caller()) { construct(nullptr); }
+dataflow::dataflow(runtime& rt) : group_(rt), runtime_(&detail::runtime_access::impl(rt)) { construct(&rt); }
+
+void dataflow::construct(runtime* rt) {
+  (void)rt;
+  spawner_ = detail::thread_token();
+  detail::df_task* cur = tl_current;
+  parent_ = (cur != nullptr && cur->scope->runtime_ == runtime_) ? cur : nullptr;
+}
+
+std::exception_ptr dataflow::finish_wait(task_group_status* status) {
+  if (MOTE_UNLIKELY(detail::thread_token() != spawner_)) {
+    throw usage_error(
+        "mote::dataflow::wait: called from another thread than the one that created the scope");
+  }
+  std::exception_ptr error = detail::group_access::wait_for_all(group_, status);
+  // Every task has finished; seal the chains: their last accesses learn that
+  // no successor will come, which ends reductions (combining them into their
+  // targets) and frees the records.
+  detail::worker* w = detail::current_worker;
+  if (w != nullptr && &w->runtime() != runtime_) w = nullptr;
+  detail::engine e{w, runtime_, nullptr, my_mailbox()};
+  for (std::uint32_t i = 0; i <= table_.mask; ++i) {
+    detail::df_access* last = table_.slots[i].last;
+    if (last != nullptr) e.post({last, kSealed, nullptr, 0});
+  }
+  e.drain();
+  table_.clear();
+  if (graph_) graph_->chains.clear();  // later tasks depend on nothing before the wait
+  spawned_since_wait_ = 0;
+  return error;
+}
+
+task_group_status dataflow::wait() {
+  task_group_status status = task_group_status::complete;
+  if (std::exception_ptr error = finish_wait(&status)) std::rethrow_exception(error);
+  return status;
+}
+
+// NOLINTNEXTLINE(bugprone-exception-escape): rethrows a task's exception by design
+dataflow::~dataflow() noexcept(false) {
+  if (spawned_since_wait_ == 0 && table_.used == 0) return;
+  // The implicit wait at the end of a scope (OmpSs-2 tasks wait for their
+  // children the same way): every task runs; the first exception is rethrown
+  // unless one is already propagating.
+  task_group_status status = task_group_status::complete;
+  std::exception_ptr error;
+  if (detail::group_access::orphaned(group_)) return;
+  const void* me = detail::thread_token();
+  if (me != spawner_) spawner_ = me;  // destroyed elsewhere: still wait, never crash
+  try {
+    error = finish_wait(&status);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (error && std::uncaught_exceptions() == 0) std::rethrow_exception(error);
+}
+
+void dataflow::record_graph(bool on) {
+  if (!graph_) graph_ = std::make_unique<graph>();
+  graph_->on = on;
+}
+
+void dataflow::clear_graph() noexcept {
+  if (graph_) {
+    graph_->nodes.clear();
+    graph_->edges.clear();
+    graph_->chains.clear();
+  }
+}
+
+void dataflow::dump_dot(std::ostream& out) const {
+  out << "digraph mote_dataflow {\n  node [shape=box, fontname=\"monospace\"];\n";
+  if (graph_) {
+    for (const auto& nd : graph_->nodes) {
+      out << "  t" << nd.id << " [label=\"";
+      if (nd.named) {
+        for (const char* c = static_cast<const char*>(nd.what); *c != '\0'; ++c) {
+          if (*c == '"' || *c == '\\') out << '\\';
+          out << *c;
+        }
+      } else {
+        out << "task " << nd.id;
+      }
+      out << "\"];\n";
+    }
+    for (const auto& ed : graph_->edges) {
+      out << "  t" << ed.from << " -> t" << ed.to << " [label=\"" << ed.address << "\\n" << type_name(ed.from_type)
+          << " -> " << type_name(ed.to_type) << "\"];\n";
+    }
+  }
+  out << "}\n";
+}
+
+}  // namespace mote
