@@ -8,6 +8,7 @@
 #include "mote.h"
 
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <exception>
 #include <new>
@@ -319,7 +320,11 @@ MOTE_C_API mote_status mote_dataflow_spawn(mote_dataflow* df, const mote_access*
   try {
     std::vector<mote::access> list(n);
     for (size_t i = 0; i < n; ++i) {
-      const int type = static_cast<int>(accesses[i].type);
+      // Read as an int: a C caller may store any int in the enum, and loading
+      // an out-of-range value as the C++ enum type is undefined.
+      static_assert(sizeof(mote_access_type) == sizeof(int));
+      int type = 0;
+      std::memcpy(&type, &accesses[i].type, sizeof type);
       if (type < MOTE_IN || type > MOTE_CONCURRENT) {
         return fail(MOTE_EINVAL, "mote_dataflow_spawn: an access type is not one of MOTE_IN .. MOTE_CONCURRENT");
       }
