@@ -274,6 +274,57 @@ TEST(Dataflow, ExceptionSkipsDependentsOnlyAndWaitRethrows) {
   });
 }
 
+TEST(Dataflow, CancelSkipsWhatHasNotStartedAndTheScopeIsReusable) {
+  mote::runtime rt(workers(2));
+  rt.run([] {
+    for (int rep = 0; rep < 20; ++rep) {
+      mote_test::lifetime::live.store(0);
+      long x = 0;
+      std::atomic<int> ran{0};
+      mote::dataflow df;
+      // A chain: task 10 cancels the scope, so 11.. have not started and never run.
+      for (int i = 0; i < 100; ++i) {
+        df.spawn(mote::inout(x), [&, i, keep = mote_test::lifetime(i)] {
+          (void)keep;
+          ++x;
+          ran.fetch_add(1);
+          if (i == 10) df.cancel();
+        });
+      }
+      ASSERT_EQ(df.wait(), mote::task_group_status::canceled);
+      ASSERT_EQ(ran.load(), 11);
+      ASSERT_EQ(x, 11);
+      ASSERT_EQ(mote_test::lifetime::live.load(), 0);  // skipped closures destroyed too
+      df.spawn(mote::inout(x), [&] { x = 0; });          // the cancellation ended at the wait
+      ASSERT_EQ(df.wait(), mote::task_group_status::complete);
+      ASSERT_EQ(x, 0);
+    }
+  });
+}
+
+TEST(Dataflow, AScopeInAGroupTaskIsCancelledWithTheGroup) {
+  mote::runtime rt(workers(2));
+  std::atomic<int> ran{0};
+  std::atomic<bool> started{false};
+  // The group is fed from this thread (outside the runtime), which then waits
+  // for the scope's first task to start and cancels the group.
+  mote::task_group g(rt);
+  g.spawn([&] {
+    long x = 0;
+    mote::dataflow df;  // created in a task of g: bound to it
+    df.spawn(mote::inout(x), [&] {
+      started.store(true);
+      while (!df.is_cancelled()) std::this_thread::yield();
+    });
+    for (int i = 0; i < 50; ++i) df.spawn(mote::inout(x), [&] { ran.fetch_add(1); });
+    EXPECT_EQ(df.wait(), mote::task_group_status::canceled);
+  });
+  while (!started.load()) std::this_thread::yield();
+  g.cancel();
+  EXPECT_EQ(g.wait(), mote::task_group_status::canceled);
+  EXPECT_EQ(ran.load(), 0);
+}
+
 TEST(Dataflow, SpawnFromAnotherThreadIsReported) {
   mote::runtime rt(workers(2));
   mote::dataflow df(rt);

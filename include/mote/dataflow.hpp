@@ -377,8 +377,8 @@ struct df_spawn_info {
 };
 // Allocates a record block with room for n accesses after `record_size`
 // bytes; *accesses receives where they go.
-MOTE_API void* df_allocate(dataflow& df, const df_spawn_info& info, std::uint32_t n, worker* w,
-                           df_access** accesses, std::uint8_t* cache_class);
+MOTE_API void* df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, df_access** accesses,
+                           std::uint8_t* cache_class);
 MOTE_API void df_deallocate(void* block, std::uint8_t cache_class, std::size_t align) noexcept;
 // Registers t's accesses (already described in descs) and readies it when
 // nothing blocks it. Throws mote::usage_error for misuse (then t was not
@@ -471,7 +471,7 @@ class MOTE_API dataflow {
  private:
   template <class F, class... A>
   void spawn_record(F&& f, const detail::df_access_desc* descs, std::uint32_t n);
-  void construct(runtime* rt);
+  void construct();
   std::exception_ptr finish_wait(task_group_status* status);
 
   task_group group_;
@@ -485,8 +485,6 @@ class MOTE_API dataflow {
   friend MOTE_API void detail::df_register(dataflow&, detail::df_task*, const detail::df_access_desc*,
                                            std::uint32_t);
   friend MOTE_API void detail::df_task_run(detail::task*, detail::worker&) noexcept;
-  friend MOTE_API void* detail::df_allocate(dataflow&, const detail::df_spawn_info&, std::uint32_t,
-                                            detail::worker*, detail::df_access**, std::uint8_t*);
 };
 
 template <class F, class... A>
@@ -505,7 +503,7 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
   const detail::df_spawn_info info{sizeof(record), alignof(record), what, named};
   detail::df_access* accesses = nullptr;
   std::uint8_t cls = 0;
-  void* memory = detail::df_allocate(*this, info, n, w, &accesses, &cls);
+  void* memory = detail::df_allocate(info, n, w, &accesses, &cls);
   record* t;
   try {
     t = ::new (memory) record(typename record::from_callable{}, std::forward<F>(f));

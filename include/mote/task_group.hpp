@@ -258,6 +258,7 @@ namespace detail {
 
 struct group_access {
   static worker* owner(const task_group& g) noexcept { return g.owner_; }
+  static runtime_impl& runtime_of(const task_group& g) noexcept { return *g.runtime_; }
   static void record_exception(task_group& g, std::exception_ptr e) noexcept {
     g.record_exception(std::move(e));
   }

@@ -430,9 +430,8 @@ void* reduction_slot(df_access& acc, worker& w) { return acc.group->slot(w.index
 
 // ---- Allocation -----------------------------------------------------------------
 
-void* df_allocate(dataflow& df, const df_spawn_info& info, std::uint32_t n, worker* w, df_access** accesses,
+void* df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, df_access** accesses,
                   std::uint8_t* cache_class) {
-  (void)df;
   const std::size_t align = alignof(df_access);
   const std::size_t head = (info.record_size + align - 1) / align * align;
   const std::size_t bytes = head + n * sizeof(df_access);
@@ -584,12 +583,16 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   t->group = &g;
   t->scope = &df;
   t->num_accesses = static_cast<std::uint16_t>(n);
+  // Relaxed, the record's atomics here and in the description loop: the
+  // record is private until the first link (an acq_rel fetch-or on a
+  // predecessor) or the hand-off to the scheduler publishes it.
   t->poisoned.store(false, std::memory_order_relaxed);
   t->home = (w != nullptr && t->cache_class < task_cache::kClasses) ? w : nullptr;
   t->commutative = false;
   t->tokens_taken = 0;
   t->trace_id = 0;
   const bool traced = (w != nullptr && w->trace() != nullptr) || (w == nullptr && trace::enabled());
+  // Relaxed: the id only needs to be unique.
   if (MOTE_UNLIKELY(traced)) t->trace_id = next_trace_id.fetch_add(1, std::memory_order_relaxed);
 
   // Describe every access; merge repeats of a region into the first one.
@@ -641,15 +644,16 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
     df_access* pred = slot.last;
     const df_access_desc& desc = descs[i];
     const df_access_desc merged{{a.address, a.size, a.type}, a.red, desc.spec};
+    const bool same = pred != nullptr && same_group(*pred, merged);
+    // Relaxed, these stores: `a` is private until the link below publishes it.
     if (pred == nullptr) {
       // First in the chain: satisfied at once.
       a.flags.store(kDone | kNoReadyMsg, std::memory_order_relaxed);
       ++satisfied_now;
+    } else if (same) {
+      a.group = pred->group;  // alive: a group cannot end while its last member has no S
     } else {
-      const bool same = same_group(*pred, merged);
-      if (!same) a.flags.store(kNoReadyMsg, std::memory_order_relaxed);
-      if (same) a.group = pred->group;
-
+      a.flags.store(kNoReadyMsg, std::memory_order_relaxed);
     }
     if (a.group == nullptr) {
       if (a.type == access_type::reduction) {
@@ -661,15 +665,14 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
     }
     if (a.type == access_type::commutative) t->commutative = true;
     if (graph != nullptr) {
-      graph->add(a.address, node_id, a.type, pred != nullptr ? pred->type : a.type,
-                 pred != nullptr && same_group(*pred, merged));
+      graph->add(a.address, node_id, a.type, pred != nullptr ? pred->type : a.type, same);
     }
     slot.last = &a;
     if (pred != nullptr) {
       // Link, then tell the predecessor (S, with SS when the group goes on).
       // The plain store is published by the fetch-or's release.
       pred->successor = &a;
-      e.post({pred, kSucc | (same_group(*pred, merged) ? kSuccSame : 0), nullptr, 0});
+      e.post({pred, kSucc | (same ? kSuccSame : 0), nullptr, 0});
       e.drain();
     }
   }
@@ -719,6 +722,8 @@ void detail::df_task_run(task* base, worker& w) noexcept {
   const std::uint32_t done = kComplete | (failed ? kFailed : 0);
   for (std::uint16_t i = t->num_accesses; i-- > 0;) {
     df_access& a = t->accesses[i];
+    // Relaxed: only a merged-away access has C before this point (set at
+    // registration, published with the task); C comes from nowhere else.
     if ((a.flags.load(std::memory_order_relaxed) & kComplete) != 0) continue;  // merged away
     e.post({&a, done, nullptr, 0});
   }
@@ -734,18 +739,11 @@ void detail::df_task_run(task* base, worker& w) noexcept {
 
 // ---- The scope -------------------------------------------------------------------
 
-namespace {
-detail::runtime_impl& runtime_for_caller() {
-  detail::worker* w = detail::current_worker;
-  return w ? w->runtime() : detail::runtime_access::impl(runtime::default_runtime());
-}
-}  // namespace
+// The group chose the runtime (the caller's worker's, or the default one).
+dataflow::dataflow() : group_(), runtime_(&detail::group_access::runtime_of(group_)) { construct(); }
+dataflow::dataflow(runtime& rt) : group_(rt), runtime_(&detail::group_access::runtime_of(group_)) { construct(); }
 
-dataflow::dataflow() : group_(), runtime_(&runtime_for_caller()) { construct(nullptr); }
-dataflow::dataflow(runtime& rt) : group_(rt), runtime_(&detail::runtime_access::impl(rt)) { construct(&rt); }
-
-void dataflow::construct(runtime* rt) {
-  (void)rt;
+void dataflow::construct() {
   spawner_ = detail::thread_token();
   detail::df_task* cur = tl_current;
   parent_ = (cur != nullptr && cur->scope->runtime_ == runtime_) ? cur : nullptr;

@@ -8,6 +8,10 @@ namespace mote::detail {
 
 void runtime_impl::submit(task* t) {
   check_not_orphaned();
+  inject(t);
+}
+
+void runtime_impl::inject(task* t) {
   {
     std::lock_guard<std::mutex> lock(inject_mutex_);
     inject_.push_back(t);
@@ -25,13 +29,7 @@ void runtime_impl::schedule(task* t, worker* w) {
   }
   if (w != nullptr && &w->runtime() == this) {
     if (MOTE_LIKELY(w->pool().push(t))) return;
-    // The pool is full: the injection queue takes it (its mutex, rarely).
-    {
-      std::lock_guard<std::mutex> lock(inject_mutex_);
-      inject_.push_back(t);
-      inject_count_.store(inject_.size(), std::memory_order_seq_cst);  // as in submit()
-    }
-    notify_one();
+    inject(t);  // the pool is full: the injection queue takes it (its mutex, rarely)
     return;
   }
   submit(t);

@@ -123,7 +123,10 @@ class runtime_impl {
   // its next push, which notifies.
   bool work_visible_else_ask(worker& self) noexcept;
   task* take_injected() noexcept;
-  void schedule_delegated(task* t, worker* w);  // scheduler/delegation_glue.cpp
+  // Appends t to the injection queue and wakes a worker (submit(), and
+  // schedule() when a worker's pool is full). May throw std::bad_alloc.
+  void inject(task* t);
+  void schedule_delegated(task* t, worker* w);  // scheduler/seam.cpp
 
   resolved_config config_;
   runtime* facade_;

@@ -61,7 +61,6 @@ void task_cache::give_home(void* p, int cls, task_cache& home) noexcept {
   auto* b = static_cast<free_block*>(p);
   b->next = out.head;
   out.head = b;
-  if (out.count == 0) out.tail = b;
   out.home = &home;
   if (++out.count == kBatch) send(cls);
 #else

@@ -119,6 +119,8 @@ class task_cache {
   // take() for blocks that go home: its own list, then its returned blocks.
   void* take_returnable(int cls) {
 #if MOTE_TASK_CACHE
+    // Relaxed: a look only; reclaim()'s acquire exchange is what takes the
+    // blocks and their links. A batch missed here is taken next time.
     if (head_[cls] == nullptr && returned_[cls].load(std::memory_order_relaxed) != nullptr) reclaim(cls);
 #endif
     return take(cls);
@@ -138,7 +140,6 @@ class task_cache {
   struct batch {
     task_cache* home = nullptr;
     free_block* head = nullptr;
-    free_block* tail = nullptr;
     std::uint32_t count = 0;
   };
   MOTE_API void reclaim(int cls) noexcept;
