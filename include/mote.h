@@ -187,6 +187,27 @@ MOTE_C_API mote_status mote_run(mote_runtime* rt, void (*fn)(void*), void* arg);
  * first one's message in mote_last_error()); when f throws, g may not run. */
 MOTE_C_API mote_status mote_join(void (*f)(void*), void* a, void (*g)(void*), void* b);
 
+/* ---- Parallel loops -----------------------------------------------------------
+ *
+ *   static void scale(void* ctx, long long begin, long long end) {
+ *     double* x = ctx;
+ *     for (long long i = begin; i < end; ++i) x[i] *= 2;
+ *   }
+ *   double x[1000];
+ *   mote_status s = mote_parallel_for(rt, 0, 1000, 0, scale, x);  // grain 0: adapts
+ */
+
+/* Runs body(ctx, begin, end) over sub-ranges of [first, last) that together
+ * cover it once, possibly in parallel, on rt's workers, and returns when all
+ * have run. grain: the most iterations per call (0: chosen as the loop runs,
+ * about 1K cycles of work per call). Called from a worker of rt (inside a
+ * loop body, a task or mote_run) it is a nested loop; from any other thread
+ * the caller blocks. An empty range calls nothing. MOTE_EINVAL for a NULL rt
+ * or body or a negative grain; MOTE_ETASK when a C++ exception escaped body
+ * (claiming stopped; its message in mote_last_error()). */
+MOTE_C_API mote_status mote_parallel_for(mote_runtime* rt, long long first, long long last, long long grain,
+                                         void (*body)(void* ctx, long long begin, long long end), void* ctx);
+
 /* ---- The assistant: a helper thread owned by the thread that creates it --
  *
  *   static void half(void* arg) { ((long*)arg)[0] = 1; }

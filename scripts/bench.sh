@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every benchmark variant and writes the benchmark report.
 #
-#   scripts/bench.sh            full run (about 10 minutes on 2 cores)
+#   scripts/bench.sh            full run (about 25 minutes on 2 cores)
 #   scripts/bench.sh --quick    smoke run: one round, few repetitions
 #
 # Steps: install missing Debian packages (scripts/deps.sh bench when present),

@@ -35,6 +35,24 @@ static void square_both_halves(void* arg) {
 
 static void increment(void* p) { *(long*)p += 1; }
 
+/* mote_parallel_for: doubles values[begin - offset .. end - offset). */
+struct doubling {
+  long* values;
+  long long offset;
+};
+
+static void double_range(void* ctx, long long begin, long long end) {
+  struct doubling* d = (struct doubling*)ctx;
+  long long i;
+  for (i = begin; i < end; ++i) d->values[i - d->offset] *= 2;
+}
+
+static void count_calls(void* ctx, long long begin, long long end) {
+  (void)begin;
+  (void)end;
+  *(long*)ctx += 1;
+}
+
 int main(void) {
   mote_options options;
   mote_runtime* rt = NULL;
@@ -104,6 +122,26 @@ int main(void) {
     acc.type = (mote_access_type)9;
     if (mote_dataflow_spawn(df, &acc, 1, increment, &counter) != MOTE_EINVAL) return 28;
     if (mote_dataflow_destroy(df) != MOTE_OK) return 29;
+  }
+
+  /* mote_parallel_for over a negative range, with and without a grain. */
+  {
+    struct doubling d;
+    long calls = 0;
+    d.values = values;
+    d.offset = -32;
+    for (i = 0; i < 64; ++i) values[i] = i;
+    if (mote_parallel_for(rt, -32, 32, 0, double_range, &d) != MOTE_OK) return 30;
+    if (mote_parallel_for(rt, -32, 32, 5, double_range, &d) != MOTE_OK) return 31;
+    sum = 0;
+    for (i = 0; i < 64; ++i) sum += values[i];
+    if (sum != 4L * 63 * 64 / 2) return 32;
+    if (mote_parallel_for(rt, 10, 10, 0, count_calls, &calls) != MOTE_OK || calls != 0) return 33;
+    if (mote_parallel_for(rt, 10, 0, 3, count_calls, &calls) != MOTE_OK || calls != 0) return 34;
+    if (mote_parallel_for(rt, 0, 10, 0, NULL, NULL) != MOTE_EINVAL) return 35;
+    if (mote_parallel_for(NULL, 0, 10, 0, count_calls, &calls) != MOTE_EINVAL) return 36;
+    if (mote_parallel_for(rt, 0, 10, -1, count_calls, &calls) != MOTE_EINVAL || calls != 0)
+      return 37;
   }
 
   if (mote_task_group_destroy(group) != MOTE_OK) return 10;

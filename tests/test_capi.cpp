@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -1103,4 +1104,221 @@ TEST(capi, DataflowOrdersByAccessesAndReportsAFailedTask) {
   EXPECT_EQ(mote_finalize(rt), MOTE_EBUSY);  // a scope lives
   ASSERT_EQ(mote_dataflow_destroy(df), MOTE_OK);
   ASSERT_EQ(mote_finalize(rt), MOTE_OK);
+}
+
+// ---- mote_parallel_for --------------------------------------------------------
+
+namespace {
+
+// What the bodies of one mote_parallel_for did.
+struct pf_ledger {
+  pf_ledger(long long f, long long l, long long g)
+      : first(f),
+        last(l),
+        grain(g),
+        visits(f < l ? static_cast<std::size_t>(static_cast<unsigned long long>(l) -
+                                                static_cast<unsigned long long>(f))
+                     : 0) {}
+  long long first;
+  long long last;
+  long long grain;
+  std::vector<std::atomic<unsigned>> visits;
+  std::atomic<long> calls{0};
+  std::atomic<long> bad{0};  // an empty sub-range, one outside [first, last), or one past the grain
+  std::atomic<long> off_worker{0};  // a call on a thread that is no worker
+  mote_runtime* rt = nullptr;
+  mote_status status = MOTE_EINTERNAL;  // of a call made from inside mote_run
+};
+
+void pf_count(void* ctx, long long begin, long long end) {
+  auto* l = static_cast<pf_ledger*>(ctx);
+  l->calls.fetch_add(1);
+  if (mote::runtime::current_worker_index() < 0) l->off_worker.fetch_add(1);
+  if (!(begin < end) || begin < l->first || end > l->last ||
+      (l->grain > 0 && end - begin > l->grain)) {
+    l->bad.fetch_add(1);
+    return;
+  }
+  for (long long i = begin; i < end; ++i) {
+    l->visits[static_cast<unsigned long long>(i) - static_cast<unsigned long long>(l->first)]
+        .fetch_add(1);
+  }
+}
+
+void pf_from_a_worker(void* ctx) {
+  auto* l = static_cast<pf_ledger*>(ctx);
+  l->status = mote_parallel_for(l->rt, l->first, l->last, l->grain, pf_count, l);
+}
+
+::testing::AssertionResult pf_covered(const pf_ledger& l) {
+  if (l.bad.load() != 0) return ::testing::AssertionFailure() << l.bad.load() << " bad sub-ranges";
+  if (l.off_worker.load() != 0)
+    return ::testing::AssertionFailure() << l.off_worker.load() << " calls off the workers";
+  if (!l.visits.empty() && l.calls.load() == 0) return ::testing::AssertionFailure() << "no calls";
+  for (std::size_t k = 0; k < l.visits.size(); ++k) {
+    if (l.visits[k].load() != 1) {
+      return ::testing::AssertionFailure()
+             << "iteration " << k << " ran " << l.visits[k].load() << " times";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+TEST(capi, ParallelForCoversTheRangeOnce) {
+  mote_runtime* rt = make_runtime();
+  ASSERT_NE(rt, nullptr);
+  const long long ranges[][2] = {{0, 1000},
+                                 {-5000, 3001},
+                                 {-1, 0},
+                                 {7, 8},
+                                 {LLONG_MAX - 1000, LLONG_MAX},
+                                 {LLONG_MIN, LLONG_MIN + 1000}};
+  for (const auto& r : ranges) {
+    for (long long grain : {0LL, 1LL, 3LL, 64LL, 1000LL, 5000LL, LLONG_MAX}) {
+      pf_ledger outside(r[0], r[1], grain);  // from this thread: the caller blocks
+      ASSERT_EQ(mote_parallel_for(rt, r[0], r[1], grain, pf_count, &outside), MOTE_OK)
+          << mote_last_error();
+      EXPECT_TRUE(pf_covered(outside)) << "[" << r[0] << ", " << r[1] << "), grain " << grain;
+      pf_ledger inside(r[0], r[1], grain);  // from a worker of rt: a loop there
+      inside.rt = rt;
+      ASSERT_EQ(mote_run(rt, pf_from_a_worker, &inside), MOTE_OK) << mote_last_error();
+      EXPECT_EQ(inside.status, MOTE_OK);
+      EXPECT_TRUE(pf_covered(inside))
+          << "[" << r[0] << ", " << r[1] << "), grain " << grain << ", from a worker";
+    }
+  }
+  EXPECT_EQ(mote_finalize(rt), MOTE_OK);
+}
+
+TEST(capi, ParallelForRejectsBadArgumentsAndCallsNothingForAnEmptyRange) {
+  mote_runtime* rt = make_runtime();
+  ASSERT_NE(rt, nullptr);
+  pf_ledger l(0, 10, 0);
+  EXPECT_EQ(mote_parallel_for(nullptr, 0, 10, 0, pf_count, &l), MOTE_EINVAL);
+  EXPECT_FALSE(last_error().empty());
+  EXPECT_EQ(mote_parallel_for(rt, 0, 10, 0, nullptr, &l), MOTE_EINVAL);
+  EXPECT_FALSE(last_error().empty());
+  EXPECT_EQ(mote_parallel_for(rt, 0, 10, -1, pf_count, &l), MOTE_EINVAL);
+  EXPECT_FALSE(last_error().empty());
+  EXPECT_EQ(mote_parallel_for(rt, 0, 10, LLONG_MIN, pf_count, &l), MOTE_EINVAL);
+  EXPECT_EQ(l.calls.load(), 0);
+  const long long empty[][2] = {
+      {5, 5}, {5, 4}, {0, -1000}, {LLONG_MAX, LLONG_MIN}, {LLONG_MIN, LLONG_MIN}};
+  for (const auto& r : empty) {
+    for (long long grain : {0LL, 3LL}) {
+      EXPECT_EQ(mote_parallel_for(rt, r[0], r[1], grain, pf_count, &l), MOTE_OK)
+          << mote_last_error();
+    }
+  }
+  EXPECT_EQ(l.calls.load(), 0);
+  EXPECT_EQ(mote_finalize(rt), MOTE_OK);
+}
+
+namespace {
+
+struct pf_nested {
+  mote_runtime* rt;
+  long long inner;
+  std::vector<std::atomic<unsigned>> visits;
+  std::atomic<long> failed{0};
+};
+
+struct pf_inner_ctx {
+  pf_nested* n;
+  long long i;
+};
+
+void pf_inner(void* ctx, long long begin, long long end) {
+  auto* c = static_cast<pf_inner_ctx*>(ctx);
+  for (long long j = begin; j < end; ++j) {
+    c->n->visits[static_cast<std::size_t>(c->i * c->n->inner + j)].fetch_add(1);
+  }
+}
+
+void pf_outer(void* ctx, long long begin, long long end) {
+  auto* n = static_cast<pf_nested*>(ctx);
+  for (long long i = begin; i < end; ++i) {
+    pf_inner_ctx c{n, i};
+    if (mote_parallel_for(n->rt, 0, n->inner, i % 3, pf_inner, &c) != MOTE_OK)
+      n->failed.fetch_add(1);
+  }
+}
+
+void pf_throw_at_777(void* ctx, long long begin, long long end) {
+  static_cast<std::atomic<long>*>(ctx)->fetch_add(1);
+  for (long long i = begin; i < end; ++i) {
+    if (i == 777) throw std::runtime_error("loop body gave up at 777");
+  }
+}
+
+void pf_always_throw(void* ctx, long long, long long) {
+  static_cast<std::atomic<long>*>(ctx)->fetch_add(1);
+  throw std::runtime_error("every call throws");
+}
+
+void pf_throw_int(void*, long long, long long) { throw 17; }
+
+struct pf_failing_run {
+  mote_runtime* rt = nullptr;
+  mote_status status = MOTE_OK;
+  std::string message;
+};
+
+void pf_throw_from_a_worker(void* arg) {
+  auto* f = static_cast<pf_failing_run*>(arg);
+  std::atomic<long> calls{0};
+  f->status = mote_parallel_for(f->rt, 0, 100000, 0, pf_throw_at_777, &calls);
+  f->message = mote_last_error();  // this worker's own message
+}
+
+}  // namespace
+
+TEST(capi, ParallelForNestedInsideABody) {
+  mote_runtime* rt = make_runtime();
+  ASSERT_NE(rt, nullptr);
+  pf_nested n{rt, 300, std::vector<std::atomic<unsigned>>(100 * 300), {}};
+  ASSERT_EQ(mote_parallel_for(rt, 0, 100, 0, pf_outer, &n), MOTE_OK) << mote_last_error();
+  ASSERT_EQ(mote_parallel_for(rt, 0, 100, 1, pf_outer, &n), MOTE_OK) << mote_last_error();
+  EXPECT_EQ(n.failed.load(), 0);
+  for (std::size_t k = 0; k < n.visits.size(); ++k)
+    ASSERT_EQ(n.visits[k].load(), 2u) << "iteration " << k;
+  EXPECT_EQ(mote_finalize(rt), MOTE_OK);
+}
+
+TEST(capi, ParallelForReportsAThrowingBody) {
+  mote_runtime* rt = make_runtime();
+  ASSERT_NE(rt, nullptr);
+  std::atomic<long> calls{0};
+  for (long long grain : {0LL, 1LL, 100LL}) {
+    EXPECT_EQ(mote_parallel_for(rt, 0, 100000, grain, pf_throw_at_777, &calls), MOTE_ETASK)
+        << "grain " << grain;
+    EXPECT_NE(last_error().find("loop body gave up at 777"), std::string::npos) << last_error();
+  }
+  EXPECT_EQ(mote_parallel_for(rt, -10, 10, 0, pf_throw_int, nullptr), MOTE_ETASK);
+  EXPECT_FALSE(last_error().empty());
+  // A huge range whose body throws on every call: claiming stops, each
+  // participant calls the body once at most.
+  for (long long grain : {0LL, 1LL, LLONG_MAX}) {
+    calls.store(0);
+    EXPECT_EQ(mote_parallel_for(rt, LLONG_MIN, LLONG_MAX, grain, pf_always_throw, &calls),
+              MOTE_ETASK)
+        << "grain " << grain;
+    EXPECT_NE(last_error().find("every call throws"), std::string::npos) << last_error();
+    EXPECT_GE(calls.load(), 1);
+    EXPECT_LE(calls.load(), 3) << "grain " << grain;  // 2 workers, and the caller at most
+  }
+  // From a worker: the status and the message there.
+  pf_failing_run f;
+  f.rt = rt;
+  ASSERT_EQ(mote_run(rt, pf_throw_from_a_worker, &f), MOTE_OK) << mote_last_error();
+  EXPECT_EQ(f.status, MOTE_ETASK);
+  EXPECT_NE(f.message.find("loop body gave up at 777"), std::string::npos) << f.message;
+  // The runtime is unharmed.
+  pf_ledger l(-300, 3000, 0);
+  ASSERT_EQ(mote_parallel_for(rt, l.first, l.last, l.grain, pf_count, &l), MOTE_OK)
+      << mote_last_error();
+  EXPECT_TRUE(pf_covered(l));
+  EXPECT_EQ(mote_finalize(rt), MOTE_OK);
 }

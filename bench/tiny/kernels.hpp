@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "../common/rng.hpp"
+
 namespace mote_bench::tiny {
 
 constexpr int kScale = 5;              // 2^5 = 32 vertices
@@ -36,17 +38,7 @@ struct graph {
   std::int64_t directed_edges() const { return static_cast<std::int64_t>(neighbors.size()); }
 };
 
-// A small deterministic generator (splitmix64).
-struct rng64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
-};
+using mote_bench::rng64;  // ../common/rng.hpp
 
 // Graph500-style Kronecker (R-MAT) edges: each edge picks one quadrant of the
 // adjacency matrix per bit of the vertex ids, with probabilities A=0.57,

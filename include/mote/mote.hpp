@@ -11,6 +11,7 @@
 #include "mote/dataflow.hpp"
 #include "mote/error.hpp"
 #include "mote/join.hpp"
+#include "mote/loops.hpp"
 #include "mote/runtime.hpp"
 #include "mote/sync/delegation_lock.hpp"
 #include "mote/sync/ticket_lock.hpp"

@@ -17,6 +17,7 @@
 #include "mote/detail/worker.hpp"
 #include "mote/error.hpp"
 #include "mote/export.hpp"
+#include "mote/topology.hpp"
 
 namespace mote {
 
@@ -72,6 +73,10 @@ struct runtime_options {
   // splits its task further with its assistant. A worker whose assistant
   // cannot start says so on stderr and runs without one (nullptr).
   bool assistants = false;
+  // The machine as the runtime should see it (default: topology::system()).
+  // Workers are placed, and loop teams formed, from it. For trying the shape
+  // of another machine, with bind = none (its CPUs need not exist here).
+  std::optional<mote::topology> machine;
 };
 
 namespace detail {

@@ -20,6 +20,7 @@
 #include "mote/dataflow.hpp"
 #include "mote/error.hpp"
 #include "mote/join.hpp"
+#include "mote/loops.hpp"
 #include "mote/runtime.hpp"
 #include "mote/task_group.hpp"
 
@@ -395,6 +396,38 @@ MOTE_C_API mote_status mote_join(void (*f)(void*), void* a, void (*g)(void*), vo
     return fail_task(e.error);
   } catch (...) {
     return fail_current("mote_join", MOTE_EINTERNAL);  // e.g. a bad MOTE_* for the default runtime
+  }
+}
+
+// ---- Parallel loops -------------------------------------------------------------
+
+MOTE_C_API mote_status mote_parallel_for(mote_runtime* rt, long long first, long long last, long long grain,
+                                         void (*body)(void* ctx, long long begin, long long end), void* ctx) {
+  if (rt == nullptr) return fail(MOTE_EINVAL, "mote_parallel_for: runtime is NULL");
+  if (body == nullptr) return fail(MOTE_EINVAL, "mote_parallel_for: body is NULL");
+  if (grain < 0) return fail(MOTE_EINVAL, "mote_parallel_for: grain is negative (0 means automatic)");
+  if (last <= first) return MOTE_OK;
+  try {
+    // From a worker of rt, run() calls the lambda right here: a nested loop.
+    rt->rt.run([=] {
+      auto call = [body, ctx](long long b, long long e) {
+        try {
+          body(ctx, b, e);
+        } catch (...) {
+          throw task_failure{std::current_exception()};
+        }
+      };
+      if (grain == 0) {
+        mote::parallel_for(first, last, call);
+      } else {
+        mote::parallel_for(first, last, mote::grain(static_cast<std::uint64_t>(grain)), call);
+      }
+    });
+    return MOTE_OK;
+  } catch (const task_failure& f) {
+    return fail_task(f.error);
+  } catch (...) {
+    return fail_current("mote_parallel_for", MOTE_EINTERNAL);
   }
 }
 

@@ -217,6 +217,7 @@ namespace detail {
 
 resolved_config resolve_config(const runtime_options& options, const topology& topo) {
   resolved_config cfg;
+  cfg.machine = topo;
 
   // ---- Worker count ----
   if (options.num_workers) {

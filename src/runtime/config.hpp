@@ -24,6 +24,7 @@ struct resolved_config {
   std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;
   bool stats = false;                     // MOTE_STATS=1
+  topology machine;                       // what workers were placed by (loop teams use it)
 };
 
 // Reads MOTE_NUM_THREADS, MOTE_BIND, MOTE_SPIN_US, MOTE_SCHEDULER (and MOTE_STATS) for the options left

@@ -10,6 +10,7 @@
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/trace_impl.hpp"
+#include "loops/loops.hpp"
 #include "scheduler/delegation.hpp"
 
 namespace mote {
@@ -30,6 +31,7 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
     nodes.resize(n, 0);
     delegation_ = std::make_unique<delegation_scheduler>(nodes, config_.num_nodes);
   }
+  loop_teams_ = std::make_unique<loop_teams>(config_);
   workers_.reserve(n);
   for (unsigned i = 0; i < n; ++i) {
     trace_buffer* trace = nullptr;
@@ -90,7 +92,7 @@ runtime_impl::~runtime_impl() {
 runtime::runtime() : runtime(runtime_options{}) {}
 
 runtime::runtime(const runtime_options& options)
-    : impl_(new detail::runtime_impl(detail::resolve_config(options, topology::system()), this)) {}
+    : impl_(new detail::runtime_impl(detail::resolve_config(options, options.machine ? *options.machine : topology::system()), this)) {}
 
 runtime::~runtime() { delete impl_; }
 

@@ -25,6 +25,8 @@
 namespace mote::detail {
 
 class delegation_scheduler;  // src/scheduler/delegation.hpp
+class loop_teams;            // src/loops/loops.hpp
+struct loop_team;
 
 // ---- fork() (fork.cpp) --------------------------------------------------------
 
@@ -84,6 +86,18 @@ class runtime_impl {
   // this runtime) from the delegation scheduler, or nullptr; passes a wake-up
   // on when tasks remain. nullptr at once under work stealing.
   task* take_ready(worker& self) noexcept;
+
+  // ---- Parallel loops (src/loops/loops.cpp) ------------------------------
+  // Every worker's team at every nesting depth.
+  const loop_teams& teams() const noexcept { return *loop_teams_; }
+  // An idle worker joins an open loop of a team it belongs to and runs its
+  // batches. True when it ran at least one. Worker of this runtime only.
+  bool help_loops(worker& self) noexcept;
+  // park()'s last look: an open loop self could join (seq_cst loads).
+  bool loops_visible(worker& self) noexcept;
+  // After a loop's publication: wakes up to `count` members of team other
+  // than self that sleep (or cancels their announcement), one futex call each.
+  void wake_for_loop(worker& self, const loop_team& team, unsigned count) noexcept;
 
   // Whether worker i sleeps on its park word right now (a relaxed snapshot,
   // for tests: idle workers must end up here).
@@ -146,6 +160,8 @@ class runtime_impl {
   // delegation lock; nullptr under work stealing (then every path is as
   // before, at the cost of one test of this pointer where they branch).
   std::unique_ptr<delegation_scheduler> delegation_;
+
+  std::unique_ptr<loop_teams> loop_teams_;
 
   alignas(cache_line) std::atomic<std::uint32_t> idle_sleepers_{0};
   std::atomic<bool> stop_{false};

@@ -9,11 +9,14 @@ void runtime_impl::print_stats() const {
   // busy = the worker's lifetime minus its idle time (looking for work,
   // spinning, or parked); tasks and spawns count join and task_group work.
   // The deque columns add the worker's two deques (join records and
-  // task_group tasks).
+  // task_group tasks). The loop columns: parallel loops led on a team,
+  // loops of others joined, batches claimed, and of those the batches
+  // received through a request combiner.
   std::fprintf(stderr, "mote: runtime with %u workers (MOTE_STATS)\n", num_workers());
-  std::fprintf(stderr, "%6s %12s %12s %10s %14s %8s %10s %11s %11s %8s %9s %11s %9s\n", "worker",
-               "tasks", "spawns", "steals", "failed_steals", "parks", "wait_parks", "busy_ms",
-               "idle_ms", "shares", "shrinks", "stolen_pops", "injected");
+  std::fprintf(stderr, "%6s %12s %12s %10s %14s %8s %10s %11s %11s %8s %9s %11s %9s %9s %10s %12s %11s\n",
+               "worker", "tasks", "spawns", "steals", "failed_steals", "parks", "wait_parks", "busy_ms",
+               "idle_ms", "shares", "shrinks", "stolen_pops", "injected", "loops", "loop_joins",
+               "loop_batches", "loop_remote");
   worker_stats total;
   for (const auto& w : workers_) {
     const worker_stats& s = w->stats();
@@ -25,14 +28,17 @@ void runtime_impl::print_stats() const {
     const std::int64_t life = s.ended_ns - s.started_ns;
     const double busy_ms = static_cast<double>(life - s.idle_ns) / 1e6;
     const double idle_ms = static_cast<double>(s.idle_ns) / 1e6;
-    std::fprintf(stderr, "%6u %12llu %12llu %10llu %14llu %8llu %10llu %11.3f %11.3f %8llu %9llu %11llu %9llu\n",
+    std::fprintf(stderr, "%6u %12llu %12llu %10llu %14llu %8llu %10llu %11.3f %11.3f %8llu %9llu %11llu %9llu %9llu "
+                 "%10llu %12llu %11llu\n",
                  w->index(), static_cast<unsigned long long>(s.tasks),
                  static_cast<unsigned long long>(s.spawns), static_cast<unsigned long long>(s.steals),
                  static_cast<unsigned long long>(s.failed_steals),
                  static_cast<unsigned long long>(s.parks), static_cast<unsigned long long>(s.wait_parks),
                  busy_ms, idle_ms, static_cast<unsigned long long>(d.shares),
                  static_cast<unsigned long long>(d.shrinks), static_cast<unsigned long long>(d.stolen_pops),
-                 static_cast<unsigned long long>(s.injected));
+                 static_cast<unsigned long long>(s.injected), static_cast<unsigned long long>(s.loops),
+                 static_cast<unsigned long long>(s.loop_joins), static_cast<unsigned long long>(s.loop_batches),
+                 static_cast<unsigned long long>(s.loop_remote));
     total.tasks += s.tasks;
     total.spawns += s.spawns;
     total.steals += s.steals;

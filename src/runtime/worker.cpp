@@ -5,6 +5,7 @@
 #include <cassert>
 
 #include "mote/trace.hpp"
+#include "loops/loops.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -22,7 +23,11 @@ worker::worker(runtime_impl& rt, unsigned index, std::uint32_t capacity, std::ui
       rng_(0x9E3779B97F4A7C15ull * (index + 1)),
       trace_(trace) {}
 
-worker::~worker() = default;
+worker::~worker() {
+  for (auto& row : loop_frames_) {
+    for (loop_desc* d : row) destroy_loop_desc(d);
+  }
+}
 
 task_cache::~task_cache() {
   // The runtime's workers end together: blocks still in a batch or on a

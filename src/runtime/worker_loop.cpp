@@ -11,6 +11,7 @@
 #include "mote/trace.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "loops/loops.hpp"
 #include "scheduler/delegation.hpp"
 
 namespace mote::detail {
@@ -39,6 +40,8 @@ bool runtime_impl::help_once(worker& self) noexcept {
   }
   const auto n = static_cast<unsigned>(workers_.size());
   if (n < 2) return false;
+  // Open loops before stealing: their batches are the work others wait for.
+  if (help_loops(self)) return true;
   const unsigned start = static_cast<unsigned>(self.next_random() % n);
   for (unsigned k = 0; k < n; ++k) {
     const unsigned v = (start + k) % n;
@@ -57,6 +60,7 @@ bool runtime_impl::work_visible_else_ask(worker& self) noexcept {
   // The add-queues and the ready queue, with the seq_cst loads that pair
   // with schedule_delegated()'s publication (delegation_scheduler::visible).
   if (delegation_ != nullptr && delegation_->visible()) return true;
+  if (loops_visible(self)) return true;
   bool found = false;
   for (auto& w : workers_) {
     if (w.get() == &self) continue;

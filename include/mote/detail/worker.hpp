@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <new>
 
+#include "mote/detail/loops.hpp"
 #include "mote/detail/platform.hpp"
 #include "mote/detail/split_deque.hpp"
 #include "mote/detail/task.hpp"
@@ -50,6 +51,10 @@ struct worker_stats {
   std::uint64_t parks = 0;           // idle sleeps (nothing to do)
   std::uint64_t wait_parks = 0;      // sleeps inside a join, group or run() wait
   std::uint64_t injected = 0;        // tasks taken from the injection queue
+  std::uint64_t loops = 0;           // parallel loops led on a team (not run alone)
+  std::uint64_t loop_joins = 0;      // loops of others joined while idle
+  std::uint64_t loop_batches = 0;    // batches claimed (led or joined)
+  std::uint64_t loop_remote = 0;     // of which through a request combiner
 };
 
 // What an instrumented worker does besides its work.
@@ -272,6 +277,22 @@ class alignas(cache_line) worker {
   // The word this worker parks on when idle (runtime_impl::park).
   std::atomic<std::uint32_t>& park_word() noexcept { return parked_; }
 
+  // ---- Parallel loops (src/loops/) ---------------------------------------
+  // The innermost loop this worker leads while it hands batches out, or
+  // nullptr: where idle workers of its team look (written by the owner,
+  // read by everyone).
+  std::atomic<loop_desc*>& loop_slot() noexcept { return loop_slot_; }
+  // The nesting depth of the loop body running here (0 outside any). Owner only.
+  unsigned loop_depth() const noexcept { return loop_depth_; }
+  void set_loop_depth(unsigned depth) noexcept { loop_depth_ = depth; }
+  // Loops this worker leads right now (they nest on its stack). Owner only.
+  unsigned loops_open() const noexcept { return loops_open_; }
+  void set_loops_open(unsigned n) noexcept { loops_open_ = n; }
+  // The state of the loop this worker leads as its open-th, on the team of
+  // `depth`: made on first use and kept for the worker's life (an idle
+  // worker may still hold a pointer to it). Owner only.
+  loop_desc*& loop_frame(unsigned open, unsigned depth) noexcept { return loop_frames_[open][depth]; }
+
  private:
   static constexpr std::uint32_t kLevels = 1024;
   struct level {
@@ -292,6 +313,9 @@ class alignas(cache_line) worker {
   mote::assistant* assistant_ = nullptr;  // runtime_options::assistants; owned by worker_main
   std::int64_t park_since_ = 0;           // instrumented: when the current sleep began
   worker_stats stats_;
+  unsigned loop_depth_ = 0;
+  unsigned loops_open_ = 0;
+  loop_desc* loop_frames_[kMaxLoopDepth][kMaxLoopDepth] = {};
   task_cache cache_;
 
   // ---- The groups whose tasks run here: written by the owner, read by
@@ -302,6 +326,9 @@ class alignas(cache_line) worker {
   // 0 while awake; runtime_impl::park() and wake_one() move it. Written by
   // the worker and by whoever wakes it, so on a line of its own.
   alignas(cache_line) std::atomic<std::uint32_t> parked_{0};
+
+  // Read by every idle worker, written at the start and end of a loop.
+  alignas(cache_line) std::atomic<loop_desc*> loop_slot_{nullptr};
 };
 
 static_assert(alignof(worker) == cache_line);
