@@ -287,6 +287,15 @@ void task_group::park_elsewhere(std::int64_t timeout_ns) noexcept {
 }
 
 std::exception_ptr task_group::wait_for_all(task_group_status* status) {
+  // The self-wait check comes first and touches nothing shared: a task that
+  // waits for its own group must not hold waiting_ even for a moment, or the
+  // owner's legitimate wait, arriving then, would be refused in its place.
+  detail::worker* w = detail::current_worker;
+  if (MOTE_UNLIKELY(w != nullptr && w->inside_group(this))) {
+    throw usage_error(
+        "mote::task_group::wait: called from inside a task of the same group, which would wait "
+        "for itself; wait from the frame that owns the group");
+  }
   // Acquire: pairs with the release store that ends the previous wait, whose
   // reset of the group this one must see.
   if (waiting_.exchange(true, std::memory_order_acquire)) {
@@ -301,12 +310,6 @@ std::exception_ptr task_group::wait_for_all(task_group_status* status) {
     ~end_wait() { waiting.store(false, std::memory_order_release); }
   } end{waiting_};
 
-  detail::worker* w = detail::current_worker;
-  if (MOTE_UNLIKELY(w != nullptr && w->inside_group(this))) {
-    throw usage_error(
-        "mote::task_group::wait: called from inside a task of the same group, which would wait "
-        "for itself; wait from the frame that owns the group");
-  }
   if (MOTE_UNLIKELY(runtime_->orphaned())) {
     if (pending(w)) {
       throw usage_error(
