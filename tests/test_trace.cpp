@@ -188,6 +188,17 @@ int probe(const std::string& mode) {
     const long r = rt.run([] { return fib(15); });
     return r == mote_test::serial_fib(15) ? 0 : 4;
   }
+  if (mode == "channels") {
+    // Two channels that stay one-to-one, one declared MPMC, and one that a
+    // second producer switches.
+    mote::channel<int> a(16), b(16, mote::channel_kind::spsc), c(16, mote::channel_kind::mpmc), d(16);
+    a.push(1);
+    b.push(2);
+    c.push(3);
+    d.push(4);
+    std::thread([&] { d.push(5); }).join();
+    return (a.pop() == 1 && b.pop() == 2 && c.pop() == 3 && d.pop() == 4 && d.pop() == 5) ? 0 : 4;
+  }
   if (mode == "wrap") {
     mote::runtime rt(mote::runtime_options{.num_workers = 2});
     const long r = rt.run([] { return fib(16); });
@@ -288,6 +299,38 @@ TEST(Trace, DataflowTasksAreNamedAndDependenciesAreFlowArrows) {
     if (starts.count(id) != 0) ++paired;
   }
   EXPECT_GE(paired, n - 1);
+}
+
+// Each channel's queue is marked in the trace, and so is a switch.
+TEST(Trace, ChannelsShowTheirQueue) {
+  mote::channel<int> one(16);
+  mote::channel<int> many(16, mote::channel_kind::mpmc);
+  mote::channel<int> switched(16);
+  switched.push(1);
+  std::thread([&] { switched.push(2); }).join();
+  EXPECT_EQ(switched.queue_in_use(), mote::channel_kind::mpmc);
+  mote::trace::flush();
+  const rapidjson::Document d = read_trace(trace_path);
+  std::map<std::string, std::map<std::string, int>> by_channel;  // channel -> queue -> count
+  for (const auto& e : d["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) != "i" || std::string(e["name"].GetString()) != "channel") continue;
+    by_channel[e["args"]["channel"].GetString()][e["args"]["queue"].GetString()]++;
+  }
+  auto queues_of = [&](const void* ch) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%p", ch);
+    return by_channel[buf];
+  };
+  EXPECT_EQ(queues_of(&one), (std::map<std::string, int>{{"BatchQueue", 1}}));
+  EXPECT_EQ(queues_of(&many), (std::map<std::string, int>{{"MPMC", 1}}));
+  EXPECT_EQ(queues_of(&switched), (std::map<std::string, int>{{"BatchQueue", 1}, {"switched to MPMC", 1}}));
+}
+
+TEST(Stats, CountsChannelsByQueue) {
+  const auto [status, err] = run_probe("channels", {"MOTE_STATS=1"});
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("3 on BatchQueue, 1 on the MPMC queue, 1 switched to MPMC at run time"), std::string::npos)
+      << err;
 }
 
 TEST(Trace, FlushWhileWorkersRunGivesValidFiles) {

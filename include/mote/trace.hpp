@@ -82,6 +82,7 @@ enum class trace_kind : std::uint8_t {
   task_fn,       // what: a function that names the task begun last (a data-flow task's callable)
   flow_out,      // aux: a flow id; an arrow starts here (a satisfied data-flow dependency)
   flow_in,       // aux: a flow id; the arrow ends at the task begun last
+  channel,       // what: a channel; aux: the queue it uses (0 BatchQueue, 1 MPMC, 2 switched to MPMC)
 };
 
 // Cycle counter for timestamps: cheaper than the clock, converted to

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "mote/detail/platform.hpp"
+#include "mote/detail/queue_wait.hpp"
 
 namespace mote::detail {
 
@@ -37,12 +38,21 @@ class idle_wait {
   // spin_ns: the spin window (kNeverPark: spin, with yields, forever).
   // pauses: `pause`s between two looks; more for looks that cost more (a
   // worker's probe of every victim) than for a look at one word.
-  explicit idle_wait(std::int64_t spin_ns, int pauses = 4) noexcept
-      : spin_ns_(spin_ns), pauses_(pauses), crowded_(machine_oversubscribed()) {}
+  // yield_every_ns: how often a spin that is not crowded yields anyway (a
+  // thread we do not know of may share this CPU and be the one we wait for).
+  explicit idle_wait(std::int64_t spin_ns, int pauses = 4, std::int64_t yield_every_ns = kYieldEveryNs) noexcept
+      : spin_ns_(spin_ns), yield_every_ns_(yield_every_ns), pauses_(pauses), crowded_(machine_oversubscribed()) {}
 
   // One look that found nothing. Pauses (or yields), and returns false once
   // the spin window is over: park now.
   bool spin() noexcept {
+    if (MOTE_UNLIKELY(!published_)) {
+      // The first look that found nothing: this thread is about to wait, so
+      // the partial batches it produced become visible now (a consumer may
+      // be waiting for them; see queues/batch_queue.hpp).
+      published_ = true;
+      publish_pending_batches();
+    }
     if (crowded_) {
       thread_yield();
     } else {
@@ -56,7 +66,7 @@ class idle_wait {
       last_yield_ = now;
       return true;
     }
-    if (now - last_yield_ >= kYieldEveryNs) {
+    if (now - last_yield_ >= yield_every_ns_) {
       thread_yield();
       last_yield_ = now;
     }
@@ -65,6 +75,7 @@ class idle_wait {
 
   // Found something: the next idle stretch starts a fresh window.
   void reset() noexcept {
+    published_ = false;
     start_ = 0;
     looks_ = 0;
     park_ns_ = kFirstParkNs;
@@ -79,12 +90,14 @@ class idle_wait {
 
  private:
   std::int64_t spin_ns_;
+  std::int64_t yield_every_ns_;
   std::int64_t start_ = 0;
   std::int64_t last_yield_ = 0;
   std::int64_t park_ns_ = kFirstParkNs;
   unsigned looks_ = 0;
   int pauses_;
   bool crowded_;
+  bool published_ = false;
 };
 
 // The registry behind machine_oversubscribed() and the assistants' choice of

@@ -114,6 +114,15 @@ class runtime_impl {
     if (idle_sleepers_.load(std::memory_order_seq_cst) != 0) wake_one();
   }
 
+  // A worker that waits for its own task group sleeps here: as an idle
+  // worker does (on its park word, counted among the sleepers, so that new
+  // work wakes it through wake_one()), until done(ctx), which the group's
+  // last count-down announces with wake_parked(); or until timeout_ns.
+  void park_waiting(worker& self, bool (*done)(const void*), const void* ctx, std::int64_t timeout_ns) noexcept;
+  // The other half: after the store that makes done() true, wakes the
+  // worker whose park word this is if it sleeps (or is about to).
+  static void wake_parked(std::atomic<std::uint32_t>& word) noexcept;
+
  private:
   // The states of worker::park_word(): awake; announced (about to sleep, and
   // looking for work one last time); asleep on the futex.

@@ -111,6 +111,9 @@ void task_group::record_exception_only(std::exception_ptr e) noexcept {
 
 void task_group::finish_remote() noexcept {
   std::atomic<std::uint64_t>* word = &remote_;
+  // The owner's park word, read while the group surely lives (a worker
+  // outlives every group it owns).
+  std::atomic<std::uint32_t>* owner_word = owner_ != nullptr ? &owner_->park_word() : nullptr;
   // Count down (and move the version). Release: the task's effects, and
   // error_, reach whoever acquires the word after this. Once this is done the
   // waiter may find the group finished and destroy it, so nothing below
@@ -119,7 +122,10 @@ void task_group::finish_remote() noexcept {
   // The count went from 1 to 0 with a waiter parked: the waiter folded its
   // private count in before parking, so zero here means finished (or, for a
   // waiter that is not the owner, possibly finished: it looks again).
-  if (count_of(old) == 1 && waiters_of(old) != 0) detail::futex_wake(detail::futex_low_half(word), -1);
+  if (count_of(old) == 1 && waiters_of(old) != 0) {
+    detail::futex_wake(detail::futex_low_half(word), -1);  // waiters elsewhere
+    if (owner_word != nullptr) detail::runtime_impl::wake_parked(*owner_word);  // the owner, asleep as a worker
+  }
 }
 
 void task_group::spawn_elsewhere(detail::group_task_base* t, detail::worker* w) {
@@ -233,11 +239,13 @@ void task_group::park_as_owner(detail::worker& w, std::int64_t timeout_ns) noexc
   const std::uint64_t now = remote_.fetch_add(add, std::memory_order_acq_rel) + add;
   if (count_of(now) != 0) {
     ++w.stats().wait_parks;
-    // The timeout: new stealable work elsewhere wakes nobody who waits here.
-    // The low half holds the waiters and the count's low bits; a count-down
-    // between the add above and the sleep changes it, and the sleep returns.
+    // Asleep as an idle worker is: new work anywhere in the runtime wakes
+    // us (a long wait must not keep a worker from it), and so does the
+    // group's last count-down (finish_remote). The timeout is a safety net.
     if (MOTE_UNLIKELY(w.instrumented())) w.note_park(true);
-    detail::futex_wait_for(detail::futex_low_half(&remote_), static_cast<std::uint32_t>(now), timeout_ns);
+    runtime_->park_waiting(
+        w, [](const void* g) { return static_cast<const task_group*>(g)->pending_for_owner() == 0; }, this,
+        timeout_ns);
     if (MOTE_UNLIKELY(w.instrumented())) w.note_park(false);
   }
   // Relaxed: the waiter bits only decide whether a finisher calls futex_wake;

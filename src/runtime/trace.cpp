@@ -268,6 +268,14 @@ class writer {
             stack.back().name = names_.name_of(what).c_str();
           }
           break;
+        case trace_kind::channel: {
+          static const char* const queues[] = {"BatchQueue", "MPMC", "switched to MPMC"};
+          char ptr[32];
+          std::snprintf(ptr, sizeof ptr, "%p", what);
+          emit(instant(b, "channel", "channel", time) + ",\"args\":{\"queue\":\"" + queues[aux % 3] +
+               "\",\"channel\":\"" + ptr + "\"}}");
+          break;
+        }
         case trace_kind::flow_out:
         case trace_kind::flow_in: {
           // Chrome trace-event flows: "s" inside the releasing task's slice,

@@ -102,6 +102,42 @@ void runtime_impl::park(worker& self) noexcept {
   idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
+void runtime_impl::park_waiting(worker& self, bool (*done)(const void*), const void* ctx,
+                                std::int64_t timeout_ns) noexcept {
+  std::atomic<std::uint32_t>& word = self.park_word();
+  // As park(): announce, then look. The look at the group's count (inside
+  // done) is the Dekker pair of wake_parked()'s: the announcement (seq_cst
+  // store, then a seq_cst fence) against the count-down (an RMW, then a
+  // seq_cst fence, then the load of this word): either we see the count at
+  // zero, or the finisher sees the announcement and cancels it or wakes us.
+  word.store(kAnnounced, std::memory_order_seq_cst);
+  idle_sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!done(ctx) && !work_visible_else_ask(self)) {
+    std::uint32_t expected = kAnnounced;
+    if (word.compare_exchange_strong(expected, kSleeping, std::memory_order_seq_cst,
+                                     std::memory_order_seq_cst)) {
+      // Once: the caller looks again after any return (woken, timed out,
+      // or a spurious return).
+      futex_wait_for(&word, kSleeping, timeout_ns);
+    }
+  }
+  // Relaxed, and seq_cst below: as in park().
+  word.store(kAwake, std::memory_order_relaxed);
+  idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void runtime_impl::wake_parked(std::atomic<std::uint32_t>& word) noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // see park_waiting()
+  std::uint32_t state = word.load(std::memory_order_seq_cst);
+  // Announced: cancel it (the worker looks again instead of sleeping); if it
+  // committed meanwhile, the CAS fails with kSleeping and we wake it.
+  if (state == kAnnounced && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) return;
+  if (state == kSleeping && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
+    futex_wake(&word, 1);
+  }
+}
+
 void runtime_impl::wake_one() noexcept {
   // Which sleeper: for a thread outside the runtime (runtime::run, an outside
   // spawn), the one pinned to the CPU the caller runs on, if it sleeps. Such
