@@ -393,23 +393,47 @@ class pipeline_exec<std::tuple<S...>> {
   // the item carried on.
   template <std::size_t I>
   std::uint32_t run_owned(std::uint32_t id) {
-    guarded([&] { run_stage<I>(id); });  // on a failure the stage stays owned: nothing more enters
+    for (;;) {
+      guarded([&] { run_stage<I>(id); });  // on a failure the stage stays owned: nothing more enters
+      const std::uint32_t next = next_waiting<I>();
+      if constexpr (I + 1 == N) {
+        // The last stage: what is left of an item here is its slot's return,
+        // so the waiting items are run here rather than handed to a new task
+        // (a spawn and a steal cost more than the rest of their way), until
+        // this task gets the first stage to run.
+        const std::uint32_t source = finish(id);
+        if (next == kNone) return source;
+        if (source == kNone) {
+          id = next;
+          continue;
+        }
+        hand_on([this, next] { travel(run_owned<I>(next)); });
+        return source;
+      } else {
+        if (next != kNone) hand_on([this, next] { travel(run_owned<I>(next)); });
+        return carry<I + 1>(id);
+      }
+    }
+  }
+
+  // The owner of serial stage I is done with an item: the next one waiting
+  // for the stage, which the owner keeps the stage for, or kNone (the stage
+  // is free again).
+  template <std::size_t I>
+  std::uint32_t next_waiting() {
     gate& g = *gates_[I];
     std::uint32_t next = kNone;
-    {
-      std::lock_guard<typename gate::spin_lock> l(g.m);
-      if (modes_[I] == stage_mode::serial_in_order) {
-        ++g.next_seq;
-        std::uint32_t& w = g.waiting[g.next_seq % max_];
-        if (w != kNone && slots_[w].seq == g.next_seq) next = std::exchange(w, kNone);
-      } else if (!g.arrived.empty()) {
-        next = g.arrived.front();
-        g.arrived.pop_front();
-      }
-      if (next == kNone) g.busy = false;
+    std::lock_guard<typename gate::spin_lock> l(g.m);
+    if (modes_[I] == stage_mode::serial_in_order) {
+      ++g.next_seq;
+      std::uint32_t& w = g.waiting[g.next_seq % max_];
+      if (w != kNone && slots_[w].seq == g.next_seq) next = std::exchange(w, kNone);
+    } else if (!g.arrived.empty()) {
+      next = g.arrived.front();
+      g.arrived.pop_front();
     }
-    if (next != kNone) hand_on([this, next] { travel(run_owned<I>(next)); });
-    return carry<I + 1>(id);
+    if (next == kNone) g.busy = false;
+    return next;
   }
 
   // Item id is through: its slot goes back to the first stage, which this
