@@ -347,10 +347,14 @@ class pipeline_exec<std::tuple<S...>> {
         g.busy = false;
         return kNone;
       }
-      if (!free_ids_.empty()) {
+      if (!free_ids_.empty() && someone_idle()) {
         next = free_ids_.back();
         free_ids_.pop_back();
       } else {
+        // Nobody is looking for work: the first stage waits, free, for the
+        // task that finishes an item next (finish() takes it), which then
+        // makes the next item where that slot is warm, with no spawn and
+        // no steal.
         g.busy = false;
       }
     }
@@ -447,6 +451,13 @@ class pipeline_exec<std::tuple<S...>> {
     }
     g.busy = true;
     return id;
+  }
+
+  // Is another worker looking for work (it asked this worker's pool to
+  // share)? Off a worker, assume so.
+  static bool someone_idle() noexcept {
+    detail::worker* w = detail::current_worker;
+    return w == nullptr || w->pool().asked();
   }
 
   // Spawns the task that takes a stage on, stealable at once: this task goes

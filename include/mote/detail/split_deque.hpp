@@ -105,6 +105,9 @@ class split_deque {
   // looking for work). A relaxed store to the owner's own word; grow_shared()
   // restores the limit.
   void share_next_push() noexcept { push_limit_.store(0, std::memory_order_relaxed); }
+  // Has a thief asked this deque to share (a worker looking for work, or
+  // one about to park)? A relaxed load of the owner's own word: a hint.
+  bool asked() const noexcept { return push_limit_.load(std::memory_order_relaxed) == 0; }
 
   const deque_counts& counts() const noexcept { return counts_; }
 
