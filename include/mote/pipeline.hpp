@@ -548,6 +548,8 @@ class pipeline_exec<std::tuple<S...>> {
   template <std::size_t I, class Start>
   void start_stage(Start& start) {
     const std::size_t copies = serial(I) ? 1 : std::max(1U, rt_.num_workers());
+    // Relaxed: stored before the stage's threads start (thread creation
+    // orders it before them); they count down with acq_rel below.
     inputs_[I]->running.store(copies, std::memory_order_relaxed);
     for (std::size_t c = 0; c < copies; ++c) start([this] { stage_thread<I>(); });
   }
@@ -635,6 +637,10 @@ class pipeline_exec<std::tuple<S...>> {
   std::vector<std::unique_ptr<input>> inputs_;
   std::unique_ptr<channel<std::uint32_t>> free_;
   // The first failure (as tasks, the group keeps the exception itself).
+  // Relaxed everywhere: a hint that stops the first stage early and makes
+  // stage threads drop items; the exception travels under error_lock_ (or
+  // in the task group), and nothing is read on the strength of the flag, so
+  // seeing it late only makes a few more items.
   std::atomic<bool> failed_{false};
   std::mutex error_lock_;
   std::exception_ptr error_;
@@ -850,6 +856,8 @@ class stream_graph {
 
   std::vector<int> cpus_;
   std::vector<std::thread> threads_;
+  // Relaxed: a hint that makes the tasks stop; the exception itself goes
+  // through error_lock_, and wait() reads it after joining every thread.
   std::atomic<bool> failed_{false};
   std::mutex error_lock_;
   std::exception_ptr error_;
