@@ -51,11 +51,14 @@ typedef struct mote_assistant mote_assistant;
 
 /* Options for mote_init. An unset field is taken from the MOTE_* environment
  * variables, else from the topology: num_workers 0, bind NULL, spin_us
- * negative (0 means "do not spin"). mote_options_init sets every field unset. */
+ * negative (0 means "do not spin"), adaptive negative. mote_options_init sets
+ * every field unset. */
 typedef struct mote_options {
   unsigned num_workers;   /* 0: MOTE_NUM_THREADS, else one per core */
   const char* bind;       /* NULL: MOTE_BIND; "none", "cores", "threads" or a cpu list */
   long spin_us;           /* negative: MOTE_SPIN_US, else the default */
+  int adaptive;           /* negative: MOTE_ADAPTIVE, else 0; 1: mote_join runs a pair in place
+                             when handing it over cannot gain (docs/adaptive.md) */
 } mote_options;
 
 /* Fills *options with "take everything from the environment". */
@@ -224,12 +227,15 @@ MOTE_C_API mote_status mote_parallel_for(mote_runtime* rt, long long first, long
 
 /* Options for mote_assistant_create; mote_assistant_options_init sets the
  * defaults (capacity 128, cpu -1: chosen from the topology, pin 1,
- * idle_park_us 1000). */
+ * idle_park_us 1000, adaptive -1). */
 typedef struct mote_assistant_options {
   unsigned capacity;   /* ring entries, a power of two from 2 to 65536 */
   int cpu;             /* -1: the owner's SMT sibling, else the nearest CPU without a worker */
   int pin;             /* 0: let the kernel place the assistant */
   long idle_park_us;   /* park after this long without work; 0: only after a sleep hint */
+  int adaptive;        /* 1: run a task here when tasks of its function are too short to gain
+                          from the hand-off (docs/adaptive.md); 0: always through the ring;
+                          negative: MOTE_ADAPTIVE, else 1 */
 } mote_assistant_options;
 
 MOTE_C_API void mote_assistant_options_init(mote_assistant_options* options);

@@ -19,6 +19,14 @@
 
 namespace {
 
+// These tests are about the ring: every task goes through it while there is
+// room (adaptive offloading off). tests/test_adaptive.cpp covers the rest.
+mote::assistant_options ring_only() {
+  mote::assistant_options o;
+  o.adaptive = false;
+  return o;
+}
+
 // Deterministic busy work whose result depends on every step.
 std::uint64_t churn(std::uint64_t seed, int steps) {
   std::uint64_t x = seed | 1;
@@ -39,6 +47,7 @@ class AssistantStress : public ::testing::TestWithParam<std::uint32_t> {};
 
 TEST_P(AssistantStress, RandomTasksMatchSerial) {
   mote::assistant_options o;
+  o.adaptive = false;
   o.capacity = GetParam();
   mote::assistant a(o);
   std::mt19937_64 rng(mote_test::test_seed() + o.capacity);
@@ -82,6 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Capacities, AssistantStress, ::testing::Values(2u, 4u, 
 
 TEST(Assistant, FullRingRunsOnTheOwnerAndLosesNothing) {
   mote::assistant_options o;
+  o.adaptive = false;
   o.capacity = 2;
   mote::assistant a(o);
   std::atomic<bool> release{false};
@@ -107,7 +117,7 @@ TEST(Assistant, FullRingRunsOnTheOwnerAndLosesNothing) {
 // every 100 submissions and the ring holds 128, so the ring is never full and
 // nothing runs inline: the test checks that too, rather than skip its check.
 TEST(Assistant, RunsInSubmissionOrder) {
-  mote::assistant a;
+  mote::assistant a(ring_only());
   ASSERT_GE(a.capacity(), 100u);
   std::vector<int> seen;
   const int n = static_cast<int>(mote_test::scaled(20000));
@@ -132,6 +142,7 @@ TEST(Assistant, RunsInSubmissionOrder) {
 // holds the assistant until the third has run inline.
 TEST(Assistant, FullRingRunsInlineAheadOfTheRing) {
   mote::assistant_options o;
+  o.adaptive = false;
   o.capacity = 2;
   mote::assistant a(o);
   std::atomic<bool> release{false};
@@ -157,7 +168,7 @@ TEST(Assistant, FullRingRunsInlineAheadOfTheRing) {
 }
 
 TEST(Assistant, OnlyTheOwnerMaySubmitOrWait) {
-  mote::assistant a;
+  mote::assistant a(ring_only());
   EXPECT_TRUE(a.is_owner());
   std::string submit_error, wait_error;
   bool hinted = false;
@@ -198,20 +209,23 @@ TEST(Assistant, BadOptionsNameThemselves) {
   };
   for (std::uint32_t cap : {0u, 3u, 1u << 20}) {
     mote::assistant_options o;
+    o.adaptive = false;
     o.capacity = cap;
     const std::string m = message(o);
     EXPECT_NE(m.find("capacity=" + std::to_string(cap)), std::string::npos) << m;
   }
   mote::assistant_options o;
+  o.adaptive = false;
   o.idle_park = std::chrono::microseconds(-5);
   EXPECT_NE(message(o).find("idle_park=-5"), std::string::npos) << message(o);
   mote::assistant_options c;
+  c.adaptive = false;
   c.cpu = 100000;
   EXPECT_NE(message(c).find("cpu=100000"), std::string::npos) << message(c);
 }
 
 TEST(Assistant, FirstExceptionReachesWaitAndTheRestStillRuns) {
-  mote::assistant a;
+  mote::assistant a(ring_only());
   std::atomic<int> ran{0};
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 100; ++i) {
@@ -231,13 +245,14 @@ TEST(Assistant, FirstExceptionReachesWaitAndTheRestStillRuns) {
     a.wait();  // clean now
   }
   // Undelivered at destruction: dropped, not thrown, not leaked (ASan).
-  mote::assistant b;
+  mote::assistant b(ring_only());
   b.submit([] { throw std::runtime_error("never seen"); });
 }
 
 TEST(Assistant, HintsInAnyOrderNeverLoseWork) {
   for (long park_us : {0L, 1L, 1000L}) {
     mote::assistant_options o;
+    o.adaptive = false;
     o.idle_park = std::chrono::microseconds(park_us);
     o.capacity = 8;
     mote::assistant a(o);
@@ -289,6 +304,7 @@ TEST(Assistant, CreateAndDestroyManyWithWorkPending) {
   std::atomic<long> sum{0};
   for (int i = 0; i < n; ++i) {
     mote::assistant_options o;
+    o.adaptive = false;
     o.capacity = 16;
     o.pin = (i % 2) == 0;
     mote::assistant a(o);
@@ -301,6 +317,7 @@ TEST(Assistant, CreateAndDestroyManyWithWorkPending) {
 
 TEST(Assistant, PinnedWhereAsked) {
   mote::assistant_options o;
+  o.adaptive = false;
   o.cpu = mote::topology::system().cpus.front().os_index;
   mote::assistant a(o);
   EXPECT_EQ(a.cpu(), o.cpu);

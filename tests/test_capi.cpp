@@ -690,7 +690,10 @@ void join_on_assistant(void* arg) {
 
 TEST(capi, JoinOnAnAssistantRunsBothInPlace) {
   mote_assistant* a = nullptr;
-  ASSERT_EQ(mote_assistant_create(nullptr, &a), MOTE_OK) << mote_last_error();
+  mote_assistant_options ao;
+  mote_assistant_options_init(&ao);
+  ao.adaptive = 0;  // the task must run on the assistant
+  ASSERT_EQ(mote_assistant_create(&ao, &a), MOTE_OK) << mote_last_error();
   on_assistant o;
   ASSERT_EQ(mote_assistant_submit(a, join_on_assistant, &o), MOTE_OK);
   ASSERT_EQ(mote_assistant_wait(a), MOTE_OK) << mote_last_error();

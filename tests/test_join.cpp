@@ -296,6 +296,7 @@ TEST(Join, StolenPartnerLongerThanTheSpinWindowParksAndWakes) {
 TEST(Join, OnAnAssistantThreadRunsInPlace) {
   mote::runtime_options o = workers(1);
   o.assistants = true;
+  o.adaptive = false;  // the task must run on the assistant
   mote::runtime rt(o);
   std::thread::id assistant_thread, f_thread, g_thread, h_thread;
   int sum = 0;

@@ -1754,6 +1754,7 @@ TEST(LoopsNesting, FromAWorkerOfAnotherRuntime) {
 TEST(LoopsNesting, OnAnAssistantThreadALoopRunsThereAlone) {
   mote::assistant_options o;
   o.pin = false;
+  o.adaptive = false;  // the task must run on the assistant
   mote::assistant helper(o);
   note("on an assistant");
   std::vector<std::atomic<std::uint32_t>> visits(3000);

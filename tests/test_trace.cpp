@@ -205,7 +205,92 @@ int probe(const std::string& mode) {
     mote::trace::flush();
     return r == mote_test::serial_fib(16) ? 0 : 4;
   }
+  if (mode == "adaptive") {
+    // Sites of adaptive offloading: an assistant's and an adaptive join's.
+    static mote::site leaf{"probe leaf"};
+    static mote::site pair{"probe pair"};
+    long sum = 0;
+    {
+      mote::assistant helper;  // adaptive by default
+      for (int i = 0; i < 20000; ++i) {
+        helper.submit(leaf, [&sum, i] { sum += i; });
+        helper.wait();
+      }
+    }
+    mote::runtime_options o;
+    o.num_workers = 2;
+    o.adaptive = true;
+    long joined = 0;
+    {
+      mote::runtime rt(o);
+      joined = rt.run([] {
+        long s = 0;
+        for (int i = 0; i < 5000; ++i) {
+          auto [a, b] = mote::join(pair, [i] { return i; }, [i] { return i; });
+          s += a + b;
+        }
+        return s;
+      });
+    }
+    return sum == 20000L * 19999 / 2 && joined == 5000L * 4999 ? 0 : 4;
+  }
   return 2;
+}
+
+// The trace's instant events of one name and category, by their args.site.
+std::map<std::string, int> inlined_marks(const rapidjson::Document& d, const std::string& name) {
+  std::map<std::string, int> out;
+  for (const auto& e : d["traceEvents"].GetArray()) {
+    if (!e.HasMember("ph") || std::string(e["ph"].GetString()) != "i") continue;
+    if (std::string(e["name"].GetString()) != name) continue;
+    EXPECT_EQ(std::string(e["cat"].GetString()), "adaptive");
+    ++out[e["args"]["site"].GetString()];
+  }
+  return out;
+}
+
+TEST(Trace, MarksTasksThatAdaptiveOffloadingRanInPlace) {
+  static mote::site leaf{"traced leaf"};
+  static mote::site pair{"traced pair"};
+  mote::trace::flush();
+  const rapidjson::Document before = read_trace(trace_path);
+  const auto submits_before = inlined_marks(before, "inlined submit");
+  const auto joins_before = inlined_marks(before, "inlined join");
+  {
+    // A new site's first task runs in place, timed: at least that one is marked.
+    mote::assistant helper;
+    int ran = 0;
+    for (int i = 0; i < 100; ++i) {
+      helper.submit(leaf, [&ran] { ++ran; });
+      helper.wait();
+    }
+    EXPECT_EQ(ran, 100);
+  }
+  mote::runtime_options o;
+  o.num_workers = 2;
+  o.adaptive = true;
+  mote::runtime rt(o);
+  EXPECT_EQ(rt.run([] {
+    int s = 0;
+    for (int i = 0; i < 100; ++i) {
+      auto [a, b] = mote::join(pair, [] { return 1; }, [] { return 2; });
+      s += a + b;
+    }
+    return s;
+  }), 300);
+  mote::trace::flush();
+  const rapidjson::Document after = read_trace(trace_path);
+  auto count = [](const std::map<std::string, int>& m, const char* site) {
+    const auto it = m.find(site);
+    return it == m.end() ? 0 : it->second;
+  };
+  const int submits = count(inlined_marks(after, "inlined submit"), "traced leaf") -
+                      count(submits_before, "traced leaf");
+  const int joins = count(inlined_marks(after, "inlined join"), "traced pair") - count(joins_before, "traced pair");
+  EXPECT_GE(submits, 1);
+  EXPECT_LE(submits, 100);
+  EXPECT_GE(joins, 1);
+  EXPECT_LE(joins, 100);
 }
 
 TEST(Trace, IsOnForThisProcess) { EXPECT_TRUE(mote::trace::enabled()); }
@@ -408,6 +493,31 @@ TEST(Stats, PrintsPerWorkerCountersThatAddUp) {
   EXPECT_EQ(worker_rows, 2) << err;
   EXPECT_EQ(total_spawns, joins_of_fib(15)) << err;
   EXPECT_EQ(total_tasks, joins_of_fib(15) + 1) << err;  // and the run() task itself
+}
+
+// MOTE_STATS=1: a line per site of adaptive offloading, whose counts add up
+// to the tasks submitted there.
+TEST(Stats, CountsOffloadedAndInlinedPerSite) {
+  const auto [status, err] = run_probe("adaptive", {"MOTE_STATS=1"});
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(err.find("mote: adaptive offloading (MOTE_STATS)"), std::string::npos) << err;
+  std::map<std::string, std::pair<long, long>> sites;
+  std::istringstream lines(err);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    long offloaded = -1, inlined = -1;
+    if (!(f >> offloaded >> inlined)) continue;
+    std::string name;
+    std::getline(f, name);
+    const auto start = name.find_first_not_of(' ');
+    if (start != std::string::npos) sites[name.substr(start)] = {offloaded, inlined};
+  }
+  ASSERT_EQ(sites.count("probe leaf"), 1u) << err;
+  ASSERT_EQ(sites.count("probe pair"), 1u) << err;
+  EXPECT_EQ(sites["probe leaf"].first + sites["probe leaf"].second, 20000) << err;
+  EXPECT_EQ(sites["probe pair"].first + sites["probe pair"].second, 5000) << err;
+  EXPECT_GE(sites["probe leaf"].second, 1) << err;  // a new site's first task runs in place
 }
 
 TEST(Stats, OffPrintsNothing) {

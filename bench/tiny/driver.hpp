@@ -13,9 +13,11 @@
 //
 // Kernels (--kernel):
 //   bc bfs cc pr sssp tc json   the tiny kernels (kernels.hpp); --iters (100000)
-//   sweep_0.1 sweep_0.5 sweep_1 sweep_5
-//                               two tasks of that many microseconds of
-//                               calibrated busy work; --iters (100000 / size)
+//   sweep_<us>                  two tasks of <us> microseconds of calibrated
+//                               busy work, any size from 0.01 to 100 written
+//                               as a plain decimal (sweep_0.02, sweep_1.5);
+//                               --iters (100000 / max(1, size)). Without
+//                               --kernel: sweep_0.1 sweep_0.5 sweep_1 sweep_5
 //   roundtrip                   ns for one cache line to go to the other core
 //                               and back (two threads pinned to CPUs 0 and 1,
 //                               ping-pong), the bound on any hand-off
@@ -26,6 +28,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +86,33 @@ inline double roundtrip_ns(long count) {
   return ns;
 }
 
+constexpr const char* kSweepPrefix = "sweep_";
+constexpr double kSweepMinUs = 0.01;
+constexpr double kSweepMaxUs = 100.0;
+
+// The task size a kernel name sweep_<us> asks for, in microseconds; 0 when the
+// rest of the name is not a plain decimal (digits, at most one point) within
+// [kSweepMinUs, kSweepMaxUs].
+inline double sweep_size_us(const std::string& name) {
+  const std::string prefix = kSweepPrefix;
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return 0;
+  const std::string digits = name.substr(prefix.size());
+  int points = 0, figures = 0;
+  for (char c : digits) {
+    if (c == '.') {
+      ++points;
+    } else if (c >= '0' && c <= '9') {
+      ++figures;
+    } else {
+      return 0;
+    }
+  }
+  if (points > 1 || figures == 0) return 0;
+  const double us = std::strtod(digits.c_str(), nullptr);
+  if (!std::isfinite(us) || us < kSweepMinUs || us > kSweepMaxUs) return 0;
+  return us;
+}
+
 // Seconds that `iters` pairs (fa, fb) take, timed inside the runtime's region.
 template <class Env, class FA, class FB>
 double time_pairs(Env& env, FA& fa, FB& fb, long iters) {
@@ -122,12 +154,25 @@ int run_suite(const options& o, std::string_view runtime_name, Env& env, const e
     emit(r);
   }
 
-  static constexpr std::pair<const char*, double> kSweep[] = {
-      {"sweep_0.1", 0.1}, {"sweep_0.5", 0.5}, {"sweep_1", 1.0}, {"sweep_5", 5.0}};
+  // The sweep: the four default sizes when every kernel runs, or the one
+  // size a --kernel sweep_<us> names.
+  std::vector<std::pair<std::string, double>> sweep;
+  if (o.kernel.empty()) {
+    sweep = {{"sweep_0.1", 0.1}, {"sweep_0.5", 0.5}, {"sweep_1", 1.0}, {"sweep_5", 5.0}};
+  } else if (o.kernel.rfind(kSweepPrefix, 0) == 0) {
+    const double us = sweep_size_us(o.kernel);
+    if (!(us > 0)) {
+      std::fprintf(stderr,
+                   "tiny: bad kernel '%s': expected sweep_<us>, <us> a plain decimal from %g to %g "
+                   "(e.g. sweep_0.02, sweep_1.5)\n",
+                   o.kernel.c_str(), kSweepMinUs, kSweepMaxUs);
+      return 2;
+    }
+    sweep.emplace_back(o.kernel, us);
+  }
   bool calibrated = false;
   double steps_per_ns = 0;
-  for (const auto& [name, us] : kSweep) {
-    if (!o.wants(name)) continue;
+  for (const auto& [name, us] : sweep) {
     if (!calibrated) {
       steps_per_ns = busy_steps_per_ns();
       calibrated = true;
@@ -150,10 +195,16 @@ int run_suite(const options& o, std::string_view runtime_name, Env& env, const e
     std::uint64_t out_a = 0, out_b = 0;
     auto fa = [&out_a, steps] { out_a = busy(1, steps); };
     auto fb = [&out_b, steps] { out_b = busy(1, steps); };
-    // One task alone, here: the size the calibration reached.
-    auto t0 = clock::now();
-    for (int i = 0; i < 1000; ++i) fa();
-    const double task_ns = 1e9 * seconds_between(t0, clock::now()) / 1000.0;
+    // One task alone, here: the size the calibration reached (the median of
+    // five runs of 1000 calls, as the report sets it beside the nominal size).
+    std::vector<double> alone;
+    for (int t = 0; t < 5; ++t) {
+      auto t0 = clock::now();
+      for (int i = 0; i < 1000; ++i) fa();
+      alone.push_back(1e9 * seconds_between(t0, clock::now()) / 1000.0);
+    }
+    std::sort(alone.begin(), alone.end());
+    const double task_ns = alone[alone.size() / 2];
     record r{"tiny", name, runtime_name, o.workers, "ns", {}, iters, info};
     r.extra.add("iters", std::int64_t{iters});
     r.extra.add("task_us", us);

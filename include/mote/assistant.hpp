@@ -11,12 +11,15 @@
 #include <exception>
 #include <new>
 #include <stdexcept>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
+#include "mote/detail/adaptive.hpp"
 #include "mote/detail/platform.hpp"
 #include "mote/detail/worker.hpp"
 #include "mote/export.hpp"
+#include "mote/site.hpp"
 
 namespace mote {
 
@@ -38,6 +41,12 @@ struct assistant_options {
   // After this long with an empty ring the assistant parks on a futex, so an
   // idle assistant costs nothing. Zero: park only after sleep_hint().
   std::chrono::microseconds idle_park{1000};
+  // Offload only when it pays (docs/adaptive.md): submit() runs a task in
+  // place when its call site's tasks are short against the current cost of
+  // a hand-off to this assistant, and hands it over otherwise. false: every
+  // task goes through the ring (while there is room), as a plain SPSC queue.
+  // Unset: MOTE_ADAPTIVE (0 or 1), else true.
+  std::optional<bool> adaptive;
 };
 
 namespace detail {
@@ -84,15 +93,35 @@ struct raw_call {
   void operator()() const { fn(arg); }
 };
 
+// A probe's task on the assistant: f, timed in cycle-counter ticks (stored
+// in *out, exceptions included).
+template <class F>
+struct timed_call {
+  F f;
+  std::uint64_t* out;
+  void operator()() {
+    struct stamp {
+      std::uint64_t* out;
+      std::uint64_t start;
+      ~stamp() { *out = cycle_clock() - start; }
+    } s{out, cycle_clock()};
+    f();
+  }
+};
+
 }  // namespace detail
 
 // An assistant thread for the thread that creates it (its owner). Only the
 // owner may submit and wait; a call from any other thread throws
 // mote::usage_error. Tasks that go through the ring run on the assistant in
 // submission order; a task submitted while the ring is full runs at once on
-// the owner instead, ahead of those still in the ring. On the assistant
-// thread, mote::join and mote::parallel_invoke run their callables in place,
-// one after the other.
+// the owner instead, ahead of those still in the ring. Adaptive (the
+// default, assistant_options::adaptive): a task whose call site's tasks are
+// too short to gain from a hand-off, against the hand-off cost measured on
+// this pair of threads, also runs at once on the owner (docs/adaptive.md).
+// Either way a task's exception reaches wait(). On the assistant thread,
+// mote::join and mote::parallel_invoke run their callables in place, one
+// after the other.
 //
 //   mote::assistant helper;                  // pinned near the calling thread
 //   int a = 0, b = 0;
@@ -110,18 +139,40 @@ class MOTE_API assistant {
   assistant& operator=(const assistant&) = delete;
 
   // Hands f to the assistant. When the ring is full, runs f here instead, so
-  // no work is ever dropped (that task then runs before the ring's others). Closures up to 112 bytes are stored in the ring;
-  // larger ones are moved to the heap. Owner only.
+  // no work is ever dropped (that task then runs before the ring's others).
+  // Adaptive, runs f here when tasks of its site (the closure's type) are
+  // short against the current hand-off cost. A task run here that throws
+  // has its exception kept for wait(), as one run there. Closures up to 112
+  // bytes are stored in the ring; larger ones are moved to the heap. Owner
+  // only.
   template <class F>
-  void submit(F&& f);
-  // Hands fn(arg) to the assistant. Owner only.
+  void submit(F&& f) {
+    submit_at(&detail::type_site<std::decay_t<F>>, std::forward<F>(f));
+  }
+  // The same, with the duration estimate of site s (see mote::site).
+  //
+  //   static mote::site leaf{"leaf"};
+  //   helper.submit(leaf, [&] { visit(left); });
+  template <class F>
+  void submit(site& s, F&& f) {
+    submit_at(&s, std::forward<F>(f));
+  }
+  // Hands fn(arg) to the assistant. Adaptive, every call of this form
+  // shares one site (one duration estimate): give tasks of different sizes
+  // a mote::site of their own with submit(site&, F&&). Owner only.
   void submit(void (*fn)(void*), void* arg) { submit(detail::raw_call{fn, arg}); }
 
   // Returns when every task submitted so far has run, and rethrows the first
   // exception one of them threw since the last wait(). Spins first (tasks
   // are meant to be tiny); after assistant_options::idle_park it sleeps until
   // the assistant finishes. Owner only.
-  void wait();
+  void wait() {
+    check_owner("wait");
+    // Nothing went through the ring since the last wait (everything ran
+    // here): nothing to wait for. Owner-private fields only.
+    if (MOTE_LIKELY(head_ == tail_cache_ && !owner_failed_ && !probe_.pending)) return;
+    wait_ring();
+  }
 
   // Hints (any thread, any order, any number of times). wake_up_hint() makes
   // a parked assistant spin again, to hide its wake-up before a parallel
@@ -133,6 +184,10 @@ class MOTE_API assistant {
   int cpu() const noexcept;              // the CPU it is pinned to, or -1
   std::uint32_t capacity() const noexcept;
   bool is_owner() const noexcept;        // is the calling thread the owner?
+  bool adaptive() const noexcept { return model_ != nullptr; }
+  // The current hand-off estimate in nanoseconds (0: not adaptive, or not
+  // measured yet). Owner only.
+  double handoff_ns() const noexcept;
 
   struct state;  // the thread and the error slot (src/assistant/assistant.cpp)
 
@@ -157,6 +212,23 @@ class MOTE_API assistant {
     // rare race with one that is just parking is closed in wait().
     if (MOTE_UNLIKELY(park_state_.load(std::memory_order_relaxed) != kAwake)) wake();
   }
+  template <class F>
+  void submit_at(site* s, F&& f);
+  // Builds the closure in the slot (in place, or on the heap).
+  template <class F>
+  void emplace(detail::assistant_slot* slot, F&& f);
+  // Runs f here, keeping an exception for wait(). False when it threw.
+  template <class F>
+  bool run_here(site* s, F&& f);
+  // A probe: f through the ring, timed end to end. False (nothing done)
+  // when a probe is already out or the ring is full.
+  template <class F>
+  bool submit_timed(site* s, F&& f);
+  void wait_ring();
+  void keep_owner_error() noexcept;
+  void note_inlined(site* s) noexcept;
+  void finish_probe(bool waited) noexcept;
+  void measure_at_start();
   bool refresh_tail() noexcept;
   void wake() noexcept;
   void park_owner(std::int64_t timeout_ns) noexcept;
@@ -176,6 +248,20 @@ class MOTE_API assistant {
   detail::assistant_slot* slots_;
   const void* owner_token_;
   state* state_;
+  // Adaptive: the owner's model (nullptr when not adaptive), the probe out in
+  // the ring, and where inlined tasks are marked (MOTE_TRACE).
+  detail::offload_model* model_ = nullptr;
+  struct probe_state {
+    bool pending = false;
+    bool clean = false;      // the ring was empty and the assistant awake at submit
+    bool at_start = false;   // one of the constructor's measurements
+    std::uint64_t index = 0;  // its entry's number
+    std::uint64_t submitted = 0;  // cycle counter at submit
+    site* key = nullptr;
+    std::uint64_t start_sample = 0;  // at_start: the hand-off it measured (~0: none)
+  } probe_;
+  detail::trace_buffer* trace_ = nullptr;
+  bool owner_failed_ = false;  // state's owner_error holds an exception
 
   // ---- Written by the owner, read by the assistant ----------------------
   // Entries published; read by the assistant only when it is about to park.
@@ -186,6 +272,9 @@ class MOTE_API assistant {
   // Entries run (published after each one finishes, so tail_pub_ == head_
   // means all done).
   alignas(detail::cache_line) std::atomic<std::uint64_t> tail_pub_{0};
+  // A probe's run, in ticks: written by the assistant (timed_call) before the
+  // tail_pub_ store that publishes its end, read by the owner after seeing it.
+  std::uint64_t probe_ticks_ = 0;
   // kAwake while spinning; kParking from just before it parks until woken.
   // Its futex word.
   alignas(detail::cache_line) std::atomic<std::uint32_t> park_state_{kAwake};
@@ -199,17 +288,73 @@ class MOTE_API assistant {
 };
 
 template <class F>
-void assistant::submit(F&& f) {
-  using closure = std::decay_t<F>;
+bool assistant::run_here(site* s, F&& f) {
+  if (MOTE_UNLIKELY(trace_ != nullptr)) note_inlined(s);
+  std::decay_t<F> c(std::forward<F>(f));
+  try {
+    c();
+    return true;
+  } catch (...) {
+    keep_owner_error();
+    return false;
+  }
+}
+
+template <class F>
+bool assistant::submit_timed(site* s, F&& f) {
+  if (probe_.pending) return false;
+  detail::assistant_slot* slot = claim();
+  if (slot == nullptr) return false;
+  // Relaxed looks, hints only: a probe behind other entries, or to a parked
+  // assistant, measures their run or its wake-up, not the hand-off; such a
+  // probe still times the task.
+  probe_.clean = tail_pub_.load(std::memory_order_relaxed) == head_ &&
+                 park_state_.load(std::memory_order_relaxed) == kAwake;
+  probe_.pending = true;
+  probe_.index = head_;
+  probe_.key = s;
+  probe_.submitted = detail::cycle_clock();
+  emplace(slot, detail::timed_call<std::decay_t<F>>{std::forward<F>(f), &probe_ticks_});
+  publish(slot);
+  return true;
+}
+
+template <class F>
+void assistant::submit_at(site* s, F&& f) {
   check_owner("submit");
+  if (model_ != nullptr) {
+    detail::offload_model::entry& e = model_->find(s);
+    switch (model_->decide(e)) {
+      case detail::offload_model::choice::here:
+        run_here(s, std::forward<F>(f));
+        return;
+      case detail::offload_model::choice::here_timed: {
+        const std::uint64_t start = detail::cycle_clock();
+        // Found again: a task that submits may have taken the entry meanwhile.
+        if (run_here(s, std::forward<F>(f))) model_->note_work(model_->find(s), detail::cycle_clock() - start);
+        return;
+      }
+      case detail::offload_model::choice::away:
+        break;
+      case detail::offload_model::choice::away_timed:
+        if (submit_timed(s, std::forward<F>(f))) return;
+        break;
+    }
+  }
   detail::assistant_slot* slot = claim();
   if (MOTE_UNLIKELY(slot == nullptr)) {
     // Ring full: run it here. Nothing is dropped; order among the tasks is
     // not promised beyond "all done at wait()".
-    closure c(std::forward<F>(f));
-    c();
+    run_here(s, std::forward<F>(f));
     return;
   }
+  emplace(slot, std::forward<F>(f));
+  publish(slot);
+}
+
+template <class F>
+void assistant::emplace(detail::assistant_slot* slot, F&& f) {
+  using closure = std::decay_t<F>;
   if constexpr (sizeof(closure) <= detail::assistant_slot::kInline &&
                 alignof(closure) <= detail::assistant_slot::kInlineAlign) {
     ::new (static_cast<void*>(slot->closure)) closure(std::forward<F>(f));
@@ -219,7 +364,6 @@ void assistant::submit(F&& f) {
     ::new (static_cast<void*>(slot->closure)) closure*(heap);
     slot->run = &detail::run_heap_closure<closure>;
   }
-  publish(slot);
 }
 
 // The assistant of the calling worker, when its runtime was created with

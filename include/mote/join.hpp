@@ -8,8 +8,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "mote/detail/adaptive.hpp"
 #include "mote/detail/worker.hpp"
 #include "mote/runtime.hpp"
+#include "mote/site.hpp"
 #include "mote/trace.hpp"
 
 namespace mote {
@@ -207,16 +209,136 @@ MOTE_ALWAYS_INLINE auto join_body(worker* w, F& f, G& g) {
   }
 }
 
+// f, then g, here (adaptive offloading chose to run the pair in place). If
+// f throws, g does not run. With `ticks`: the shorter of the two runs, in
+// cycle-counter ticks (what running them in parallel could save).
 template <class F, class G>
-MOTE_NOINLINE auto join_instrumented(worker* w, F& f, G& g) {
+auto join_in_place(F& f, G& g, std::uint64_t* ticks) {
+  using RF = join_result_t<F>;
+  using RG = join_result_t<G>;
+  const std::uint64_t t0 = ticks != nullptr ? cycle_clock() : 0;
+  RF a = invoke_for_result(f);
+  const std::uint64_t t1 = ticks != nullptr ? cycle_clock() : 0;
+  RG b = invoke_for_result(g);
+  if (ticks != nullptr) {
+    const std::uint64_t t2 = cycle_clock();
+    *ticks = t1 - t0 < t2 - t1 ? t1 - t0 : t2 - t1;
+  }
+  if constexpr (std::is_void_v<std::invoke_result_t<F&>> && std::is_void_v<std::invoke_result_t<G&>>) {
+    return;
+  } else {
+    return std::pair<RF, RG>(std::forward<RF>(a), std::forward<RG>(b));
+  }
+}
+
+// A callable timed in cycle-counter ticks: when it started and ended, and on
+// which thread (exceptions included). Read by the joining worker after the
+// join returned (a thief's writes are published by its finish()).
+template <class F>
+struct timed_fn {
+  F& fn;
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  const void* thread = nullptr;
+  decltype(auto) operator()() {
+    thread = thread_token();
+    start = cycle_clock();
+    struct stamp {
+      std::uint64_t& at;
+      ~stamp() { at = cycle_clock(); }
+    } s{end};
+    return fn();
+  }
+};
+
+// Keeps the worker's depth of adaptive joins (a part of a site's key).
+struct adaptive_depth_guard {
+  std::uint32_t& depth;
+  explicit adaptive_depth_guard(std::uint32_t& d) noexcept : depth(d) { ++depth; }
+  ~adaptive_depth_guard() { --depth; }
+};
+
+// join under runtime_options::adaptive (docs/adaptive.md): the worker's
+// offload model decides, from the site's duration estimate and the
+// worker's hand-off estimate, whether g is offered to thieves (the plain
+// work-first path) or the pair runs here. A timed offload whose g was
+// stolen measures the hand-off as the time the pair took beyond f's run.
+template <bool Instrumented, class F, class G>
+auto join_adaptive(worker* w, site* s, F& f, G& g) {
+  offload_model& m = *w->model();
+  const std::uint32_t salt = w->adaptive_depth();
+  offload_model::entry& e = m.find(s, salt);
+  adaptive_depth_guard depth(w->adaptive_depth());
+  switch (m.decide(e)) {
+    case offload_model::choice::here:
+      if constexpr (Instrumented) w->note_inlined(s->name());
+      return join_in_place(f, g, nullptr);
+    case offload_model::choice::here_timed: {
+      if constexpr (Instrumented) w->note_inlined(s->name());
+      std::uint64_t ticks = 0;
+      if constexpr (std::is_void_v<decltype(join_in_place(f, g, nullptr))>) {
+        join_in_place(f, g, &ticks);
+        // Found again: a nested join may have taken the entry meanwhile.
+        m.note_work(m.find(s, salt), ticks);
+        return;
+      } else {
+        auto r = join_in_place(f, g, &ticks);
+        m.note_work(m.find(s, salt), ticks);
+        return r;
+      }
+    }
+    case offload_model::choice::away:
+      break;
+    case offload_model::choice::away_timed: {
+      timed_fn<F> tf{f};
+      timed_fn<G> tg{g};
+      const std::uint64_t pushed = cycle_clock();
+      auto measure = [&] {
+        const std::uint64_t seen = cycle_clock();
+        offload_model::entry& now = m.find(s, salt);
+        const std::uint64_t df = tf.end - tf.start, dg = tg.end - tg.start;
+        m.note_work(now, df < dg ? df : dg);
+        // Stolen: what the pair cost beyond f, which ran here, is what
+        // handing g over cost, all of it (the push, the thief's reaction,
+        // g's data moving to the thief's cache, the news of its end coming
+        // back): (seen - pushed) - f. Near zero when g ended long before f.
+        if (tg.thread != thread_token() && seen - pushed >= df) {
+          m.note_handoff(now, (seen - pushed) - df);
+        } else {
+          m.no_handoff(now);
+        }
+      };
+      if constexpr (std::is_void_v<decltype(join_body<Instrumented>(w, tf, tg))>) {
+        join_body<Instrumented>(w, tf, tg);
+        measure();
+        return;
+      } else {
+        auto r = join_body<Instrumented>(w, tf, tg);
+        measure();
+        return r;
+      }
+    }
+  }
+  return join_body<Instrumented>(w, f, g);
+}
+
+// join off its plain path: instrumented, adaptive, or both.
+template <class F, class G>
+MOTE_NOINLINE auto join_slow(worker* w, site* s, F& f, G& g) {
+  if (w->model() != nullptr) {
+    if (w->instrumented()) return join_adaptive<true>(w, s, f, g);
+    return join_adaptive<false>(w, s, f, g);
+  }
   return join_body<true>(w, f, g);
 }
 
+// join on a worker, the tasks counted as site s's when adaptive (nullptr: the
+// site of g's closure type).
 template <class F, class G>
-MOTE_ALWAYS_INLINE auto join_on(worker* w, F& f, G& g) {
-  // The one event site of the fast path: never taken unless MOTE_STATS=1 or
-  // MOTE_TRACE is set.
-  if (MOTE_UNLIKELY(w->instrumented())) return join_instrumented(w, f, g);
+MOTE_ALWAYS_INLINE auto join_on(worker* w, F& f, G& g, site* s = nullptr) {
+  // The one test of the fast path: never taken unless MOTE_STATS=1,
+  // MOTE_TRACE or runtime_options::adaptive is set.
+  if (MOTE_UNLIKELY(w->join_slow())) return join_slow(w, s != nullptr ? s : &type_site<std::decay_t<G>>, f, g);
   return join_body<false>(w, f, g);
 }
 
@@ -225,7 +347,7 @@ MOTE_API bool on_assistant_thread() noexcept;
 
 // join on a thread that is not a worker.
 template <class F, class G>
-MOTE_NOINLINE auto join_outside(F& f, G& g) {
+MOTE_NOINLINE auto join_outside(F& f, G& g, site* s = nullptr) {
   if (on_assistant_thread()) {
     // An assistant runs one small piece for a thread that waits for it:
     // handing part of the piece to a runtime would only add a round trip to
@@ -242,7 +364,7 @@ MOTE_NOINLINE auto join_outside(F& f, G& g) {
       return std::pair<RF, RG>(std::forward<RF>(a), invoke_for_result(g));
     }
   } else {
-    return runtime::default_runtime().run([&] { return join_on(current_worker, f, g); });
+    return runtime::default_runtime().run([&] { return join_on(current_worker, f, g, s); });
   }
 }
 
@@ -257,7 +379,9 @@ MOTE_NOINLINE auto join_outside(F& f, G& g) {
 // started; the first exception (f's, else g's) is rethrown once both are
 // done. Called on a thread that is not a worker, it runs on the default
 // runtime and blocks until done; on an assistant thread it runs f, then g,
-// right there.
+// right there. Under runtime_options::adaptive (MOTE_ADAPTIVE=1), a pair
+// whose call site (g's closure type) is short against the measured cost of
+// handing g to another worker runs in place, f then g (docs/adaptive.md).
 //
 //   int fib(int n) {
 //     if (n < 2) return n;
@@ -269,6 +393,19 @@ auto join(F&& f, G&& g) {
   detail::worker* w = detail::current_worker;
   if (MOTE_LIKELY(w != nullptr)) return detail::join_on(w, f, g);
   return detail::join_outside(f, g);
+}
+
+// join with the duration estimate of site s (see mote::site): under
+// runtime_options::adaptive, the pair runs in place while s's pairs are short
+// against the cost of handing g to another worker. Otherwise as join(f, g).
+//
+//   static mote::site leaf{"leaf pair"};
+//   auto [a, b] = mote::join(leaf, [&] { return small(x); }, [&] { return small(y); });
+template <class F, class G>
+auto join(site& s, F&& f, G&& g) {
+  detail::worker* w = detail::current_worker;
+  if (MOTE_LIKELY(w != nullptr)) return detail::join_on(w, f, g, &s);
+  return detail::join_outside(f, g, &s);
 }
 
 // Runs every callable, possibly in parallel, and returns when all are done.

@@ -73,6 +73,11 @@ struct runtime_options {
   // splits its task further with its assistant. A worker whose assistant
   // cannot start says so on stderr and runs without one (nullptr).
   bool assistants = false;
+  // MOTE_ADAPTIVE=0|1; default: off. mote::join runs both callables in place,
+  // one after the other, when the second one's call site is short against
+  // the current cost of handing it to another worker (docs/adaptive.md).
+  // Off, join takes its plain work-first path (about a nanosecond).
+  std::optional<bool> adaptive;
   // The machine as the runtime should see it (default: topology::system()).
   // Workers are placed, and loop teams formed, from it. For trying the shape
   // of another machine, with bind = none (its CPUs need not exist here).

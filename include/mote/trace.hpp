@@ -83,6 +83,8 @@ enum class trace_kind : std::uint8_t {
   flow_out,      // aux: a flow id; an arrow starts here (a satisfied data-flow dependency)
   flow_in,       // aux: a flow id; the arrow ends at the task begun last
   channel,       // what: a channel; aux: the queue it uses (0 BatchQueue, 1 MPMC, 2 switched to MPMC)
+  inlined,       // what: the site's name (const char*); aux: 0 assistant submit, 1 join. A task that
+                 // adaptive offloading ran in place (docs/adaptive.md)
 };
 
 // Cycle counter for timestamps: cheaper than the clock, converted to

@@ -14,6 +14,8 @@
 #include "mote/error.hpp"
 #include "mote/join.hpp"
 #include "mote/topology.hpp"
+#include "mote/trace.hpp"
+#include "runtime/config.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -34,6 +36,9 @@ struct assistant::state {
   // release store; read and cleared by the owner in wait(), when no task is in
   // flight (tail_pub_ == head_), so the two never overlap.
   std::exception_ptr error;
+  // The first exception of a task the owner ran itself (adaptive, or a full
+  // ring) since the last wait(). Owner only.
+  std::exception_ptr owner_error;
   int cpu = -1;
   std::int64_t idle_park_ns = 0;
   // The assistant shares the owner's CPU (a one-CPU process, or pinning
@@ -147,6 +152,8 @@ assistant::assistant(const assistant_options& options)
     throw config_error("assistant_options::idle_park=" + std::to_string(options.idle_park.count()) +
                        "us is negative");
   }
+  // Explicit, then MOTE_ADAPTIVE (a bad value is a config_error naming it), then on.
+  const bool adaptive = options.adaptive ? *options.adaptive : detail::env_adaptive().value_or(true);
   mask_ = capacity_ - 1;
   const int cpu = choose_cpu(options);
   slots_ = new detail::assistant_slot[capacity_];
@@ -166,6 +173,83 @@ assistant::assistant(const assistant_options& options)
     delete[] slots_;
     throw;
   }
+  if (adaptive) {
+    // Re-probe within half the idle-park window, so that an assistant whose
+    // owner runs everything in place is still awake when the next probe
+    // comes (a probe to a parked assistant measures its wake-up).
+    const std::int64_t park_us = options.idle_park.count();
+    const std::uint64_t probe_us = park_us > 0 ? std::clamp<std::int64_t>(park_us / 2, 20, 500) : 500;
+    model_ = new detail::offload_model(detail::offload_model::defaults(probe_us));
+    if (trace::enabled()) {
+      trace_ = detail::current_worker != nullptr ? detail::current_worker->trace() : detail::outside_trace_buffer();
+    }
+    try {
+      measure_at_start();
+    } catch (...) {
+      // A wait() of an empty task does not throw; nothing else can.
+    }
+  }
+}
+
+void assistant::measure_at_start() {
+  // A few empty probes, one at a time; the median of those that measured a
+  // hand-off (the first one also meets a thread that may not run yet).
+  std::uint64_t samples[9];
+  int n = 0;
+  for (int i = 0; i < 9; ++i) {
+    probe_.at_start = true;
+    if (!submit_timed(nullptr, [] {})) break;
+    wait();
+    if (probe_.start_sample != ~std::uint64_t{0}) samples[n++] = probe_.start_sample;
+  }
+  if (n == 0) return;  // the first real probes measure it
+  for (int i = 1; i < n; ++i) {  // insertion sort: nine at most
+    for (int j = i; j > 0 && samples[j - 1] > samples[j]; --j) std::swap(samples[j - 1], samples[j]);
+  }
+  // Slow as it may be (a shared core, a busy host): the median of the lot is
+  // what a hand-off costs now, and the probes correct it.
+  const std::uint64_t median = samples[n / 2];
+  model_->set_handoff(median != 0 ? median : 1);
+}
+
+void assistant::finish_probe(bool waited) noexcept {
+  const std::uint64_t seen = detail::cycle_clock();
+  probe_.pending = false;
+  // Written by the assistant before its release store of tail_pub_, which
+  // wait() acquired.
+  const std::uint64_t run = probe_ticks_;
+  const std::uint64_t total = seen - probe_.submitted;
+  const std::uint64_t handoff = total > run ? total - run : 0;
+  // The hand-off is total - run only if the owner was already waiting when
+  // the probe ended (else `seen` is late by the owner's own work), no entry
+  // came after it, and none was ahead of it.
+  const bool measured = waited && probe_.clean && probe_.index + 1 == head_;
+  if (probe_.at_start) {
+    probe_.at_start = false;
+    probe_.start_sample = measured ? handoff : ~std::uint64_t{0};
+    return;
+  }
+  detail::offload_model::entry& e = model_->find(probe_.key);
+  model_->note_work(e, run);
+  if (measured) {
+    model_->note_handoff(e, handoff);
+  } else {
+    model_->no_handoff(e);
+  }
+}
+
+void assistant::keep_owner_error() noexcept {
+  if (!owner_failed_) {
+    state_->owner_error = std::current_exception();
+    owner_failed_ = true;
+  }
+}
+
+void assistant::note_inlined(site* s) noexcept { trace_->put(detail::trace_kind::inlined, 0, s->name()); }
+
+double assistant::handoff_ns() const noexcept {
+  if (model_ == nullptr) return 0;
+  return static_cast<double>(model_->handoff()) * 1000.0 / static_cast<double>(detail::ticks_per_us());
 }
 
 assistant::~assistant() {
@@ -174,6 +258,7 @@ assistant::~assistant() {
     // std::thread that was never joined cannot be destroyed, so it is left
     // behind (a few words); the ring is freed.
     new std::thread(std::move(state_->thread));  // NOLINT: deliberately leaked
+    delete model_;
     delete state_;
     delete[] slots_;
     return;
@@ -189,6 +274,7 @@ assistant::~assistant() {
   wake();
   state_->thread.join();
   detail::unregister_spinners({state_->cpu});
+  delete model_;  // adds its sites' counts to their totals
   delete state_;
   delete[] slots_;
 }
@@ -213,14 +299,16 @@ void assistant::wake_up_hint() noexcept {
 
 void assistant::sleep_hint() noexcept { sleep_requested_.store(1, std::memory_order_relaxed); }
 
-void assistant::wait() {
-  check_owner("wait");
+void assistant::wait_ring() {
   if (MOTE_UNLIKELY(state_->generation != detail::current_fork_generation())) {
     throw usage_error(
         "mote::assistant::wait: this assistant was created before fork(); its thread does not "
         "exist in the child process. Create a new assistant in the child");
   }
+  bool waited = false;  // the entries were not all done when we came
+  bool slept = false;
   if (tail_pub_.load(std::memory_order_acquire) != head_) {
+    waited = true;
     // Spin (the tasks are meant to be tiny), looking at every pause.
     // publish() looked at park_state_ with a relaxed load, which can miss an
     // assistant that is just parking and has not seen the last entry (each
@@ -245,10 +333,24 @@ void assistant::wait() {
         continue;
       }
       if (idle.spin()) continue;
+      slept = true;
       park_owner(idle.next_park_timeout());
     }
   }
   tail_cache_ = head_;
+  if (probe_.pending) finish_probe(waited && !slept);
+  if (MOTE_UNLIKELY(owner_failed_)) {
+    // A task run here failed: its exception is the one delivered (one run
+    // there, if any, is dropped).
+    std::exception_ptr e = std::move(state_->owner_error);
+    state_->owner_error = nullptr;
+    owner_failed_ = false;
+    if (has_error_.load(std::memory_order_acquire) != 0) {
+      state_->error = nullptr;
+      has_error_.store(0, std::memory_order_relaxed);
+    }
+    std::rethrow_exception(e);
+  }
   // Acquire: pairs with the release store in state::main() after it kept the
   // exception.
   if (MOTE_UNLIKELY(has_error_.load(std::memory_order_acquire) != 0)) {

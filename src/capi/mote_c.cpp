@@ -156,6 +156,7 @@ MOTE_C_API void mote_options_init(mote_options* options) {
   options->num_workers = 0;
   options->bind = nullptr;
   options->spin_us = -1;
+  options->adaptive = -1;
 }
 
 MOTE_C_API mote_status mote_init(const mote_options* options, mote_runtime** out) {
@@ -169,6 +170,7 @@ MOTE_C_API mote_status mote_init(const mote_options* options, mote_runtime** out
         o.bind = mote::binding::parse(options->bind, "mote_options.bind");
       }
       if (options->spin_us >= 0) o.spin = std::chrono::microseconds(options->spin_us);
+      if (options->adaptive >= 0) o.adaptive = options->adaptive != 0;
     }
     *out = new mote_runtime(o);
     return MOTE_OK;
@@ -440,6 +442,7 @@ MOTE_C_API void mote_assistant_options_init(mote_assistant_options* options) {
   options->cpu = d.cpu;
   options->pin = d.pin ? 1 : 0;
   options->idle_park_us = static_cast<long>(d.idle_park.count());
+  options->adaptive = -1;
 }
 
 MOTE_C_API mote_status mote_assistant_create(const mote_assistant_options* options,
@@ -453,6 +456,7 @@ MOTE_C_API mote_status mote_assistant_create(const mote_assistant_options* optio
       o.cpu = options->cpu;
       o.pin = options->pin != 0;
       o.idle_park = std::chrono::microseconds(options->idle_park_us);
+      if (options->adaptive >= 0) o.adaptive = options->adaptive != 0;
     }
     *out = new mote_assistant(o);
     return MOTE_OK;

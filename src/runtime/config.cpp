@@ -215,6 +215,11 @@ std::string binding::to_string() const {
 
 namespace detail {
 
+std::optional<bool> env_adaptive() {
+  if (const auto env = read_env("MOTE_ADAPTIVE")) return parse_integer(*env, "MOTE_ADAPTIVE", 0, 1, "0 or 1") == 1;
+  return std::nullopt;
+}
+
 resolved_config resolve_config(const runtime_options& options, const topology& topo) {
   resolved_config cfg;
   cfg.machine = topo;
@@ -338,6 +343,11 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
     cfg.deque_capacity = split_deque::kDefaultCapacity;
   }
   cfg.assistants = options.assistants;
+  // Explicit, then MOTE_ADAPTIVE, for both; unset, join's is off and the
+  // assistants' on.
+  const std::optional<bool> adaptive = options.adaptive ? options.adaptive : env_adaptive();
+  cfg.adaptive = adaptive.value_or(false);
+  cfg.assistants_adaptive = adaptive.value_or(true);
   if (const auto env = read_env("MOTE_STATS")) {
     cfg.stats = parse_integer(*env, "MOTE_STATS", 0, 1, "0 or 1") == 1;
   }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "mote/runtime.hpp"
@@ -24,12 +25,17 @@ struct resolved_config {
   std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;
   bool stats = false;                     // MOTE_STATS=1
+  bool adaptive = false;                  // join's: runtime_options::adaptive, MOTE_ADAPTIVE=1
+  bool assistants_adaptive = true;        // the workers' assistants' (the same, default on)
   topology machine;                       // what workers were placed by (loop teams use it)
 };
 
-// Reads MOTE_NUM_THREADS, MOTE_BIND, MOTE_SPIN_US, MOTE_SCHEDULER (and MOTE_STATS) for the options left
+// Reads MOTE_NUM_THREADS, MOTE_BIND, MOTE_SPIN_US, MOTE_SCHEDULER (and MOTE_STATS, MOTE_ADAPTIVE) for the options left
 // empty. Throws config_error, naming the variable (or option) and the value,
 // for anything that cannot be parsed or used on this machine.
+// MOTE_ADAPTIVE: 0 or 1, nullopt when unset; config_error naming it otherwise.
+MOTE_API std::optional<bool> env_adaptive();
+
 MOTE_API resolved_config resolve_config(const runtime_options& options, const topology& topo);
 
 }  // namespace mote::detail

@@ -25,6 +25,7 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
   const unsigned n = config_.num_workers;
   const std::uint32_t instrument =
       (config_.stats ? kInstrumentStats : 0) | (trace_on() ? kInstrumentTrace : 0);
+  const std::uint32_t join_bits = instrument | (config_.adaptive ? kJoinAdaptive : 0);
   const int id = instrument & kInstrumentTrace ? trace_next_runtime_id() : 0;
   if (config_.policy == scheduler_policy::delegation) {
     std::vector<unsigned> nodes = config_.worker_nodes;
@@ -40,7 +41,7 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
           (id == 0 ? std::string() : "rt" + std::to_string(id) + " ") + "worker " + std::to_string(i);
       trace = trace_new_buffer(label);
     }
-    workers_.push_back(std::make_unique<worker>(*this, i, config_.deque_capacity, instrument, trace));
+    workers_.push_back(std::make_unique<worker>(*this, i, config_.deque_capacity, join_bits, trace));
     // Before the thread starts (its creation publishes it): task_group's
     // spawns on this worker go through schedule().
     workers_.back()->set_delegating(delegation_ != nullptr);

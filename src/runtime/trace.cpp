@@ -276,6 +276,14 @@ class writer {
                "\",\"channel\":\"" + ptr + "\"}}");
           break;
         }
+        case trace_kind::inlined: {
+          std::string line = instant(b, aux == 0 ? "inlined submit" : "inlined join", "adaptive", time);
+          line += ",\"args\":{\"site\":\"";
+          append_escaped(line, static_cast<const char*>(what));
+          line += "\"}}";
+          emit(line);
+          break;
+        }
         case trace_kind::flow_out:
         case trace_kind::flow_in: {
           // Chrome trace-event flows: "s" inside the releasing task's slice,

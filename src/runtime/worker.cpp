@@ -2,8 +2,10 @@
 // tasks taken from elsewhere, the record cache and the event hooks.
 #include "mote/detail/worker.hpp"
 
+#include <algorithm>
 #include <cassert>
 
+#include "mote/detail/adaptive.hpp"
 #include "mote/trace.hpp"
 #include "loops/loops.hpp"
 #include "runtime/idle.hpp"
@@ -21,9 +23,22 @@ worker::worker(runtime_impl& rt, unsigned index, std::uint32_t capacity, std::ui
       index_(index),
       instrument_(instrument),
       rng_(0x9E3779B97F4A7C15ull * (index + 1)),
-      trace_(trace) {}
+      trace_(trace) {
+  if (instrument & kJoinAdaptive) {
+    // Re-probe within a quarter of the spin window (a site's work is half of
+    // its pairs' time, or less): while this worker runs its pairs
+    // in place the others find no work, and a probe must come before they
+    // park (a probe to a parked worker is not stolen, and measures nothing).
+    // Hand-off samples over 20 us were a sleeping or busy thief: not the
+    // cost of a hand-off to a worker that is looking for work.
+    const std::int64_t spin_us = rt.spin_ns() / 1000;
+    const std::uint64_t probe_us = spin_us > 0 ? static_cast<std::uint64_t>(std::clamp<std::int64_t>(spin_us / 4, 5, 500)) : 500;
+    model_ = new offload_model(offload_model::defaults(probe_us, 20));
+  }
+}
 
 worker::~worker() {
+  delete model_;  // adds its counts to the sites (MOTE_STATS)
   for (auto& row : loop_frames_) {
     for (loop_desc* d : row) destroy_loop_desc(d);
   }
@@ -157,7 +172,7 @@ task* worker::steal_from(worker& victim, task_group** context) noexcept {
 void worker::run_task(task* t, task_group* context) noexcept {
   [[maybe_unused]] const std::uint32_t depth = frames_.depth();
   const std::uint32_t level = enter_group(context);
-  if (MOTE_UNLIKELY(instrument_ != 0)) {
+  if (MOTE_UNLIKELY(instrumented())) {
     note_task_begin(reinterpret_cast<const void*>(t->execute), false);
     t->execute(t, *this);
     note_task_end();
@@ -216,16 +231,20 @@ std::uint32_t worker::wait_for(task* t, worker& thief) noexcept {
     // Parked. The timeout lets us look at the thief's deques again now and
     // then, since nothing wakes us for the work that appears there.
     ++stats_.wait_parks;
-    if (MOTE_UNLIKELY(instrument_ != 0)) note_park(true);
+    if (MOTE_UNLIKELY(instrumented())) note_park(true);
     futex_wait_for(&t->state, task::kParked, idle.next_park_timeout());
-    if (MOTE_UNLIKELY(instrument_ != 0)) note_park(false);
+    if (MOTE_UNLIKELY(instrumented())) note_park(false);
     std::uint32_t parked = task::kParked;
     t->state.compare_exchange_strong(parked, task::kRunning, std::memory_order_acq_rel,
                                      std::memory_order_acquire);
   }
 }
 
-// ---- Instrumentation: reached only when instrument_ != 0 -------------------
+// ---- Instrumentation: reached only when instrumented() -------------------
+
+void worker::note_inlined(const char* site_name) noexcept {
+  if (trace_ != nullptr) trace_->put(trace_kind::inlined, 1, site_name);
+}
 
 void worker::note_spawn(const void* what, bool named) noexcept {
   ++stats_.spawns;

@@ -203,7 +203,9 @@ void runtime_impl::worker_main(unsigned index) {
   std::unique_ptr<assistant> helper;
   if (config_.assistants) {
     try {
-      helper = std::make_unique<assistant>();
+      assistant_options options;
+      options.adaptive = config_.assistants_adaptive;
+      helper = std::make_unique<assistant>(options);
       self.set_assistant(helper.get());
     } catch (const std::exception& e) {
       // Without an assistant this worker still runs its tasks; a task asking

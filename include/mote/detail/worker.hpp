@@ -27,6 +27,7 @@ namespace mote::detail {
 
 class trace_buffer;
 class runtime_impl;
+class offload_model;
 
 // The worker the calling thread is, or nullptr for any other thread.
 // Initial-exec TLS: one %fs-relative load, no __tls_get_addr call, which is
@@ -60,6 +61,9 @@ struct worker_stats {
 // What an instrumented worker does besides its work.
 inline constexpr std::uint32_t kInstrumentStats = 1;
 inline constexpr std::uint32_t kInstrumentTrace = 2;
+// Not instrumentation, but a reason for join to leave its plain path too:
+// runtime_options::adaptive (join_on tests the three bits at once).
+inline constexpr std::uint32_t kJoinAdaptive = 4;
 
 // A per-thread address, unique among live threads: the address of this
 // thread's current_worker slot. Cheap (an %fs-relative address).
@@ -242,7 +246,18 @@ class alignas(cache_line) worker {
 
   // ---- Instrumentation (MOTE_STATS=1, MOTE_TRACE) ------------------------
   // One test covers both: the fast path of join branches on it once.
-  bool instrumented() const noexcept { return instrument_ != 0; }
+  bool instrumented() const noexcept { return (instrument_ & (kInstrumentStats | kInstrumentTrace)) != 0; }
+  // Does join leave its plain path (instrumented, or adaptive)? The fast
+  // path's one test.
+  bool join_slow() const noexcept { return instrument_ != 0; }
+  // runtime_options::adaptive: join consults this worker's offload model
+  // (owner only; nullptr when not adaptive) at a nesting depth of adaptive
+  // joins (a part of the site's key: the tasks of a recursive site differ in
+  // size by depth).
+  offload_model* model() const noexcept { return model_; }
+  std::uint32_t& adaptive_depth() noexcept { return adaptive_depth_; }
+  // Marks a join that adaptive offloading ran in place (MOTE_TRACE).
+  MOTE_API void note_inlined(const char* site_name) noexcept;
   trace_buffer* trace() const noexcept { return trace_; }
   // Event hooks, called only when instrumented(). `what` is the task's
   // function or, with `named`, its name (const char*).
@@ -306,11 +321,13 @@ class alignas(cache_line) worker {
   // ---- Thread state: owner-private --------------------------------------
   alignas(cache_line) runtime_impl* runtime_;
   unsigned index_;
-  std::uint32_t instrument_;  // kInstrument* bits, fixed before the thread starts
+  std::uint32_t instrument_;  // kInstrument* and kJoinAdaptive bits, fixed before the thread starts
   bool delegating_ = false;   // scheduler_policy::delegation (see delegating())
   std::uint64_t rng_;
   trace_buffer* trace_;       // MOTE_TRACE: this worker's buffer (owned by the trace registry)
   mote::assistant* assistant_ = nullptr;  // runtime_options::assistants; owned by worker_main
+  offload_model* model_ = nullptr;        // kJoinAdaptive: owned
+  std::uint32_t adaptive_depth_ = 0;
   std::int64_t park_since_ = 0;           // instrumented: when the current sleep began
   worker_stats stats_;
   unsigned loop_depth_ = 0;
