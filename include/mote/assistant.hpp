@@ -170,7 +170,11 @@ class MOTE_API assistant {
     check_owner("wait");
     // Nothing went through the ring since the last wait (everything ran
     // here): nothing to wait for. Owner-private fields only.
-    if (MOTE_LIKELY(head_ == tail_cache_ && !owner_failed_ && !probe_.pending)) return;
+    // (In a child after fork(), wait_ring() says the assistant is gone.)
+    if (MOTE_LIKELY(head_ == tail_cache_ && !owner_failed_ && !probe_.pending &&
+                    generation_ == detail::fork_generation.load(std::memory_order_relaxed))) {
+      return;
+    }
     wait_ring();
   }
 
@@ -242,6 +246,7 @@ class MOTE_API assistant {
 
   // ---- Owner-private: the producer's side of the ring -------------------
   alignas(detail::cache_line) std::uint64_t head_ = 0;         // entries submitted
+  std::uint64_t generation_ = 0;   // detail::fork_generation at creation
   std::uint64_t tail_cache_ = 0;   // the assistant's tail as last seen
   std::uint64_t mask_;
   std::uint32_t capacity_;

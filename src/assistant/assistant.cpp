@@ -159,6 +159,7 @@ assistant::assistant(const assistant_options& options)
   slots_ = new detail::assistant_slot[capacity_];
   state_ = new state;
   state_->generation = detail::current_fork_generation();
+  generation_ = state_->generation;
   state_->cpu = cpu;
   state_->shared.store(cpu >= 0 && cpu == owner_cpu(), std::memory_order_relaxed);
   state_->idle_park_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options.idle_park).count();

@@ -19,8 +19,9 @@
 
 namespace mote::detail {
 
-namespace {
 std::atomic<std::uint64_t> fork_generation{0};
+
+namespace {
 
 void before_fork() noexcept {
   default_runtime_mutex().lock();

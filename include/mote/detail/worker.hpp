@@ -36,6 +36,11 @@ class offload_model;
 MOTE_API extern constinit thread_local worker* current_worker
     __attribute__((tls_model("initial-exec")));
 
+// Counts the fork()s this process descends from: a child bumps it (relaxed;
+// the child has one thread then). Objects remember the value they were made
+// under, to refuse work in a child whose threads they do not have.
+MOTE_API extern std::atomic<std::uint64_t> fork_generation;
+
 // Per-worker event counts. The first group is kept on slow paths only, always;
 // the second only while the worker is instrumented (MOTE_STATS=1 or
 // MOTE_TRACE), so the fast paths count nothing otherwise. Each worker writes
