@@ -790,17 +790,26 @@ def plot_tiny_sizes(registry, sweeps, rts, sp, rt_ns, out_dir):
     return name
 
 
-def tiny_adaptive_rounds(registry, idx):
-    """Per round: the round trip, and per adaptive variant its worst speedup
-    over serial, tiny-kernel geometric mean and worst ratio to the better of
-    today's two variants."""
+def tiny_adaptive_setup(registry, idx):
+    """(labels, adaptive variants run, rounds, sweep kernels, every kernel) for
+    the adaptive tables, or None when no adaptive variant ran."""
     labels = {k: v["label"] for k, v in registry["runtimes"].items()}
     adaptive = tiny_adaptive_present(idx)
     rounds = tiny_rounds(idx)
     if not adaptive or not rounds:
-        return []
+        return None
     sweeps = tiny_sweep_kernels(idx)
-    kernels = TINY_KERNELS + [k for k, _ in sweeps]
+    return labels, adaptive, rounds, sweeps, TINY_KERNELS + [k for k, _ in sweeps]
+
+
+def tiny_adaptive_rounds(registry, idx):
+    """Per round: the round trip, and per adaptive variant its worst speedup
+    over serial, tiny-kernel geometric mean and worst ratio to the better of
+    today's two variants."""
+    setup = tiny_adaptive_setup(registry, idx)
+    if setup is None:
+        return []
+    labels, adaptive, rounds, sweeps, kernels = setup
     lines = ["### The adaptive offload, round by round", "",
              "Each round runs every job once, so these speedups compare runs made under the same conditions "
              "(serial and the variant, both medians of that round). Per adaptive variant: its worst speedup "
@@ -828,13 +837,10 @@ def tiny_adaptive_rounds(registry, idx):
 
 def tiny_adaptive_aims(registry, idx):
     """The adaptive offload's aims, each checked in every round."""
-    labels = {k: v["label"] for k, v in registry["runtimes"].items()}
-    adaptive = tiny_adaptive_present(idx)
-    rounds = tiny_rounds(idx)
-    if not adaptive or not rounds:
+    setup = tiny_adaptive_setup(registry, idx)
+    if setup is None:
         return []
-    sweeps = tiny_sweep_kernels(idx)
-    kernels = TINY_KERNELS + [k for k, _ in sweeps]
+    labels, adaptive, rounds, sweeps, kernels = setup
     (lo_ns, lo_aim), (hi_ns, hi_aim) = TINY_ADAPTIVE_GEOMEAN_BANDS
 
     def verdict(oks):

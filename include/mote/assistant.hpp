@@ -170,7 +170,9 @@ class MOTE_API assistant {
     check_owner("wait");
     // Nothing went through the ring since the last wait (everything ran
     // here): nothing to wait for. Owner-private fields only.
-    // (In a child after fork(), wait_ring() says the assistant is gone.)
+    // (In a child after fork(), wait_ring() says the assistant is gone. The
+    // relaxed load suffices: fork_generation changes only in the child's
+    // fork handler, on this same thread, before it returns from fork().)
     if (MOTE_LIKELY(head_ == tail_cache_ && !owner_failed_ && !probe_.pending &&
                     generation_ == detail::fork_generation.load(std::memory_order_relaxed))) {
       return;

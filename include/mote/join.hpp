@@ -353,16 +353,7 @@ MOTE_NOINLINE auto join_outside(F& f, G& g, site* s = nullptr) {
     // handing part of the piece to a runtime would only add a round trip to
     // that wait (and with a one-worker runtime whose worker is that thread,
     // never finish). Both run here, in order; if f throws, g does not run.
-    if constexpr (std::is_void_v<std::invoke_result_t<F&>> && std::is_void_v<std::invoke_result_t<G&>>) {
-      f();
-      g();
-      return;
-    } else {
-      using RF = join_result_t<F>;
-      using RG = join_result_t<G>;
-      RF a = invoke_for_result(f);
-      return std::pair<RF, RG>(std::forward<RF>(a), invoke_for_result(g));
-    }
+    return join_in_place(f, g, nullptr);
   } else {
     return runtime::default_runtime().run([&] { return join_on(current_worker, f, g, s); });
   }

@@ -76,7 +76,9 @@ struct runtime_options {
   // MOTE_ADAPTIVE=0|1; default: off. mote::join runs both callables in place,
   // one after the other, when the second one's call site is short against
   // the current cost of handing it to another worker (docs/adaptive.md).
-  // Off, join takes its plain work-first path (about a nanosecond).
+  // Off, join takes its plain work-first path (about a nanosecond). Set
+  // either way (here or by MOTE_ADAPTIVE), it also applies to the workers'
+  // assistants (`assistants`), which are adaptive when it is unset.
   std::optional<bool> adaptive;
   // The machine as the runtime should see it (default: topology::system()).
   // Workers are placed, and loop teams formed, from it. For trying the shape
