@@ -98,7 +98,7 @@ using stored_result_t = std::conditional_t<std::is_reference_v<R>, std::remove_r
 // A task submitted by a thread that is not a worker of the runtime; the
 // submitter sleeps on `finished` (or, when it is a worker of another runtime,
 // helps that runtime) until a worker has run it.
-struct external_task : task {
+struct external_task : queued_task {
   std::atomic<std::uint32_t> finished{0};
   std::exception_ptr error;
 };
@@ -107,7 +107,7 @@ MOTE_API void submit_and_wait(runtime_impl& rt, external_task& t);
 // rt.schedule(t, w): the scheduler policy seam (runtime_impl::schedule), for
 // inline code that only knows the runtime by pointer (task_group::spawn
 // under scheduler_policy::delegation).
-MOTE_API void schedule_task(runtime_impl& rt, task* t, worker* w);
+MOTE_API void schedule_task(runtime_impl& rt, queued_task* t, worker* w);
 // Marks t finished and wakes its submitter; the task's last access to t.
 MOTE_API void complete_external(external_task& t) noexcept;
 }  // namespace detail

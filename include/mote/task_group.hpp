@@ -31,7 +31,7 @@ enum class task_group_status { complete, canceled };
 namespace detail {
 
 // The part of a task_group record that the runtime knows.
-struct group_task_base : task {
+struct group_task_base : queued_task {
   task_group* group;
   // Pushed on the pool of the group's owner by the owner itself: counted in
   // the owner's private count, not in the shared one (see task_group).

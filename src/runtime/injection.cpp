@@ -6,23 +6,33 @@
 
 namespace mote::detail {
 
-void runtime_impl::submit(task* t) {
+void runtime_impl::submit(queued_task* t) {
   check_not_orphaned();
   inject(t);
 }
 
-void runtime_impl::inject(task* t) {
+void runtime_impl::inject(queued_task* t) noexcept {
   {
+    // A std::mutex's lock fails only for a misused mutex or deadlock, which
+    // this one cannot see (it guards a few pointer writes); an exception
+    // here ends the process, as noexcept says.
     std::lock_guard<std::mutex> lock(inject_mutex_);
-    inject_.push_back(t);
+    t->next = nullptr;
+    if (inject_tail_ != nullptr) {
+      inject_tail_->next = t;
+    } else {
+      inject_head_ = t;
+    }
+    inject_tail_ = t;
+    ++inject_size_;
     // seq_cst store, after the push and inside the lock: pairs with the
     // seq_cst announcement in park() like grow_shared()'s CAS does.
-    inject_count_.store(inject_.size(), std::memory_order_seq_cst);
+    inject_count_.store(inject_size_, std::memory_order_seq_cst);
   }
   notify_one();
 }
 
-void runtime_impl::schedule(task* t, worker* w) {
+void runtime_impl::schedule(queued_task* t, worker* w) {
   if (MOTE_UNLIKELY(delegation_ != nullptr)) {
     schedule_delegated(t, w);  // scheduler/seam.cpp
     return;
@@ -40,13 +50,16 @@ task* runtime_impl::take_injected() noexcept {
   bool more = false;
   {
     std::lock_guard<std::mutex> lock(inject_mutex_);
-    if (inject_.empty()) return nullptr;
-    t = inject_.front();
-    inject_.pop_front();
-    more = !inject_.empty();
+    queued_task* head = inject_head_;
+    if (head == nullptr) return nullptr;
+    inject_head_ = head->next;
+    if (inject_head_ == nullptr) inject_tail_ = nullptr;
+    --inject_size_;
+    t = head;
+    more = inject_head_ != nullptr;
     // seq_cst, as in submit(): every store of the count is one of the Dekker
     // pair with park()'s announcement.
-    inject_count_.store(inject_.size(), std::memory_order_seq_cst);
+    inject_count_.store(inject_size_, std::memory_order_seq_cst);
   }
   // Entries remain: pass the wake-up on, so that a burst of submissions does
   // not queue behind the one worker that was woken for the first.

@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -54,8 +53,9 @@ class runtime_impl {
   worker& worker_at(unsigned i) const noexcept { return *workers_[i]; }
 
   // Hands t to the workers through the injection queue. Any thread. Throws
-  // std::logic_error in a child process after fork() (see orphaned()).
-  void submit(task* t);
+  // std::logic_error in a child process after fork() (see orphaned()), and
+  // nothing else.
+  void submit(queued_task* t);
 
   // True in a child process after fork(): this runtime's workers live in the
   // parent only. Its destructor then frees memory but joins nothing.
@@ -75,9 +75,10 @@ class runtime_impl {
   // thread's worker (of any runtime), or nullptr. Under work stealing: the
   // pool of w when it is a worker of this runtime (a task readied by a
   // finishing task runs where its data is warm, and thieves may take it),
-  // else the injection queue. Never runs t here, never drops it. Throws only
-  // what submit() throws, and only when w is not a worker of this runtime.
-  void schedule(task* t, worker* w);
+  // else the injection queue. Never runs t here, never drops it, never
+  // allocates. Throws only what submit() throws, and only when w is not a
+  // worker of this runtime.
+  void schedule(queued_task* t, worker* w);
   // Under scheduler_policy::delegation (docs/scheduler.md): t enters the
   // add-queue of w's NUMA node when w is a worker of this runtime, else the
   // add-queue for outside threads; then notify_one(). Never drops t.
@@ -147,8 +148,8 @@ class runtime_impl {
   bool work_visible_else_ask(worker& self) noexcept;
   task* take_injected() noexcept;
   // Appends t to the injection queue and wakes a worker (submit(), and
-  // schedule() when a worker's pool is full). May throw std::bad_alloc.
-  void inject(task* t);
+  // schedule() when a worker's pool is full). Links t in: never allocates.
+  void inject(queued_task* t) noexcept;
   void schedule_delegated(task* t, worker* w);  // scheduler/seam.cpp
 
   resolved_config config_;
@@ -159,10 +160,14 @@ class runtime_impl {
   std::vector<std::thread> threads_;
 
   // Injection queue: rare (one entry per external call or outside spawn), so
-  // a mutex is the right tool. inject_count_ lets workers skip the lock when
-  // the queue is empty; it is written under the mutex, read without it.
+  // a mutex is the right tool. A list linked through queued_task::next,
+  // oldest first, so that nothing that joins it can fail. inject_count_ lets
+  // workers skip the lock when the queue is empty; it is written under the
+  // mutex, read without it.
   std::mutex inject_mutex_;
-  std::deque<task*> inject_;
+  queued_task* inject_head_ = nullptr;
+  queued_task* inject_tail_ = nullptr;
+  std::size_t inject_size_ = 0;
   std::atomic<std::size_t> inject_count_{0};
 
   // scheduler_policy::delegation: the add-queues, the ready queue and its

@@ -152,7 +152,7 @@ void task_group::spawn_elsewhere(detail::group_task_base* t, detail::worker* w) 
     // is submit() then), the outside add-queue under delegation.
     runtime_->schedule(t, w);
   } catch (...) {
-    // Not handed in (a forked child's runtime, out of memory): undo the count
+    // Not handed in (a forked child's runtime): undo the count
     // exactly, version included, so the group is as before the spawn. The
     // caller destroys the record.
     const std::uint64_t old = remote_.fetch_sub(kVersionOne + kCountOne, std::memory_order_relaxed);

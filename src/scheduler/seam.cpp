@@ -31,6 +31,6 @@ task* runtime_impl::take_ready(worker& self) noexcept {
   return t;
 }
 
-void schedule_task(runtime_impl& rt, task* t, worker* w) { rt.schedule(t, w); }
+void schedule_task(runtime_impl& rt, queued_task* t, worker* w) { rt.schedule(t, w); }
 
 }  // namespace mote::detail

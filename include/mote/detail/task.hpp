@@ -45,4 +45,14 @@ struct task {
   MOTE_API void finish(bool failed) noexcept;
 };
 
+// A task that may wait in the runtime's injection queue: task_group and
+// data-flow records, outside calls (never join's records, which keep to two
+// words). The queue links them through `next`, so that handing one in never
+// allocates: a task readied where nothing may throw (the end of a
+// data-flow task's predecessor, the last step of a spawn) always finds room.
+struct queued_task : task {
+  // Written and read under the injection queue's mutex only.
+  queued_task* next;
+};
+
 }  // namespace mote::detail
