@@ -1,14 +1,22 @@
 // Data-flow tasks: fixed patterns of every access type, reductions, nesting,
-// exceptions and misuse, and random task graphs (random accesses of every
-// kind over a few dozen objects, random nesting, random failures) checked
+// exceptions and misuse, spawns that throw part-way (fault injection), and
+// random task graphs (random accesses of every kind over a few dozen
+// objects, random nesting, random failures, random faults in spawn) checked
 // against running the same tasks serially in program order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <new>
+#include <ostream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -20,10 +28,139 @@
 #include "mote/mote.hpp"
 #include "test_util.hpp"
 
+// ---- Fault injection ----------------------------------------------------------------
+//
+// A test arms a countdown on its thread around one spawn: every allocation
+// (operator new, replaced for this binary below, so it covers the library's
+// allocations too) and every copy of a `fallible` or `fragile` object counts
+// down, and the one that finds it at zero throws (std::bad_alloc, or
+// injected_fault for a copy) and disarms it. -1: disarmed.
+namespace {
+constinit thread_local long fault_countdown = -1;
+
+bool fault_due() noexcept {
+  if (fault_countdown < 0) return false;
+  return fault_countdown-- == 0;
+}
+
+void* allocate(std::size_t n, std::size_t align, bool nothrow) {
+  if (fault_due()) {
+    if (nothrow) return nullptr;
+    throw std::bad_alloc();
+  }
+  void* p = nullptr;
+  if (align <= alignof(std::max_align_t)) {
+    p = std::malloc(n != 0 ? n : 1);
+  } else if (posix_memalign(&p, align, n != 0 ? n : 1) != 0) {
+    p = nullptr;
+  }
+  if (p == nullptr && !nothrow) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+// Every form, so that each allocation and its release meet in malloc/free
+// whatever the sanitizer runtime would otherwise supply for some of them.
+void* operator new(std::size_t n) { return allocate(n, 0, false); }
+void* operator new[](std::size_t n) { return allocate(n, 0, false); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, 0, true); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return allocate(n, 0, true); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  return allocate(n, static_cast<std::size_t>(a), false);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return allocate(n, static_cast<std::size_t>(a), false);
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a), true);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate(n, static_cast<std::size_t>(a), true);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
 namespace {
 
 using mote_test::scaled;
 using mote_test::workers;
+
+struct injected_fault : std::runtime_error {
+  injected_fault() : std::runtime_error("injected fault") {}
+};
+
+void copy_fault_point() {
+  if (fault_due()) throw injected_fault();
+}
+
+// Captured by a callable: copying the callable is a fault point.
+struct fallible {
+  fallible() = default;
+  fallible(const fallible&) { copy_fault_point(); }
+  fallible(fallible&&) noexcept = default;
+  fallible& operator=(const fallible&) = delete;
+  fallible& operator=(fallible&&) = delete;
+  ~fallible() = default;
+};
+
+// A reduction value whose copies are fault points (the identity is copied
+// when a reduction begins, and into each private copy).
+struct fragile {
+  std::uint64_t v = 0;
+  fragile() = default;
+  explicit fragile(std::uint64_t x) : v(x) {}
+  fragile(const fragile& o) : v(o.v) { copy_fault_point(); }
+  fragile(fragile&& o) noexcept : v(o.v) {}
+  fragile& operator=(const fragile& o) {
+    copy_fault_point();
+    v = o.v;
+    return *this;
+  }
+  fragile& operator=(fragile&& o) noexcept {
+    v = o.v;
+    return *this;
+  }
+  ~fragile() = default;
+  friend fragile operator+(fragile a, const fragile& b) {
+    a.v += b.v;
+    return a;
+  }
+  friend bool operator==(const fragile& a, const fragile& b) { return a.v == b.v; }
+  friend std::ostream& operator<<(std::ostream& out, const fragile& f) { return out << f.v; }
+};
+
+// Calls spawn with its k-th fault point armed (none for k < 0); true when it
+// threw the injected fault (its effect must then be nil), false when it went
+// through (k was past its last fault point). Anything else it throws passes.
+template <class Spawn>
+bool spawn_with_fault(long k, Spawn&& spawn) {
+  struct disarm {
+    disarm(const disarm&) = delete;
+    disarm& operator=(const disarm&) = delete;
+    explicit disarm(long at) { fault_countdown = at; }
+    ~disarm() { fault_countdown = -1; }
+  } armed(k);
+  try {
+    spawn();
+  } catch (const std::bad_alloc&) {
+    return true;
+  } catch (const injected_fault&) {
+    return true;
+  }
+  return false;
+}
+
+using mote_test::hang_guard;
 
 // ---- Fixed patterns ---------------------------------------------------------------
 
@@ -413,6 +550,330 @@ TEST(Dataflow, SpawnAccessesWithARunTimeList) {
   });
 }
 
+// ---- Spawns that throw ------------------------------------------------------------------
+
+// The replaced operator new sees the library's own allocations: a spawn from
+// outside the runtime allocates its record inside the library first.
+TEST(DataflowFaults, TheLibrarysAllocationsAreFaultPoints) {
+  mote::runtime rt(workers(2));
+  mote::dataflow df(rt);
+  long x = 0;
+  bool threw = false;
+  fault_countdown = 0;
+  try {
+    df.spawn(mote::commutative(x), [&] { ++x; });
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  fault_countdown = -1;
+  EXPECT_TRUE(threw);
+  df.spawn(mote::commutative(x), [&] { ++x; });
+  df.wait();
+  EXPECT_EQ(x, 1);
+}
+
+// What the tasks under test touch. Each spawns one task that reads `a`
+// (whose writer is pending) and does one kind of thing that makes the spawn
+// allocate or copy after its first access could have been linked.
+struct sweep_state {
+  long a = 0;
+  fragile x;                                      // a reduction whose identity's copy may throw
+  std::vector<long> v = std::vector<long>(4, 0);  // a reduction whose identity allocates
+  long c = 0;                                     // a commutative access (its token is allocated)
+  long regions[20] = {};                          // enough regions to grow the scope's table
+  std::vector<mote::access> many;  // in(a) and out(regions[i]), built before the spawn
+  std::atomic<int> ran{0};
+};
+
+struct add_each {
+  std::vector<long> operator()(std::vector<long> acc, const std::vector<long>& part) const {
+    for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += part[i];
+    return acc;
+  }
+};
+
+struct sweep_case {
+  const char* name;
+  bool graph;  // record_graph() on: its allocations are fault points too
+  void (*spawn)(mote::dataflow& df, sweep_state& st);
+  void (*check)(sweep_state& st, bool spawned);
+};
+
+// The callables are lvalues, so that the spawn copies them (a fault point).
+const sweep_case kSweepCases[] = {
+    {"a reduction whose identity copy throws", false,
+     [](mote::dataflow& df, sweep_state& st) {
+       auto f = [&st, probe = fallible{}](fragile& s) {
+         s.v += 5;
+         st.ran.fetch_add(1);
+       };
+       df.spawn(mote::in(st.a), mote::reduction(std::plus<>{}, st.x, fragile(0)), f);
+     },
+     [](sweep_state& st, bool spawned) { EXPECT_EQ(st.x.v, spawned ? 5u : 0u); }},
+    {"a reduction over a vector", false,
+     [](mote::dataflow& df, sweep_state& st) {
+       auto f = [&st, probe = fallible{}](std::vector<long>& s) {
+         for (long& e : s) e += 1;
+         st.ran.fetch_add(1);
+       };
+       df.spawn(mote::in(st.a), mote::reduction(add_each{}, st.v, std::vector<long>(4, 0)), f);
+     },
+     [](sweep_state& st, bool spawned) { EXPECT_EQ(st.v, std::vector<long>(4, spawned ? 1 : 0)); }},
+    {"a commutative access", false,
+     [](mote::dataflow& df, sweep_state& st) {
+       auto f = [&st, probe = fallible{}] {
+         st.c += 1;
+         st.ran.fetch_add(1);
+       };
+       df.spawn(mote::in(st.a), mote::commutative(st.c), f);
+     },
+     [](sweep_state& st, bool spawned) { EXPECT_EQ(st.c, spawned ? 1 : 0); }},
+    {"twenty-one regions", false,
+     [](mote::dataflow& df, sweep_state& st) {
+       auto f = [&st, probe = fallible{}] {
+         for (long& r : st.regions) r = 1;
+         st.ran.fetch_add(1);
+       };
+       df.spawn_accesses(st.many, f);
+     },
+     [](sweep_state& st, bool spawned) {
+       for (long r : st.regions) EXPECT_EQ(r, spawned ? 1 : 0);
+     }},
+    {"a recorded graph", true,
+     [](mote::dataflow& df, sweep_state& st) {
+       auto f = [&st, probe = fallible{}] {
+         st.c = 7;
+         st.ran.fetch_add(1);
+       };
+       df.spawn(mote::in(st.a), mote::out(st.c), mote::in(st.regions[0]), f);
+     },
+     [](sweep_state& st, bool spawned) { EXPECT_EQ(st.c, spawned ? 7 : 0); }},
+};
+
+// Counts the nodes of a dump_dot() output.
+int dot_nodes(const std::string& dot) {
+  int n = 0;
+  for (std::size_t at = dot.find("[label=\"task "); at != std::string::npos;
+       at = dot.find("[label=\"task ", at + 1))
+    ++n;
+  return n;
+}
+
+// Spawns the case's task with its k-th fault point armed, for k = 0, 1, ...
+// until the spawn goes through, each time while a writer of `a` is pending, and
+// checks that a spawn that threw left the scope as if it had not been made:
+// the next access to `a` follows the writer, wait() returns, the task never
+// ran and its effects are absent, the graph holds no trace of it.
+void sweep_spawn_faults(mote::runtime& rt, const sweep_case& c, bool inside) {
+  const std::string where =
+      std::string(c.name) + (inside ? ", spawned on a worker" : ", spawned from outside");
+  int faults = 0;
+  bool went_through = false;
+  for (long k = 0; k < 200 && !went_through; ++k) {
+    sweep_state st;
+    st.many.push_back(mote::in(st.a));
+    for (long& r : st.regions) st.many.push_back(mote::out(r));
+    long seen_by_next = -1;
+    std::string dot;
+    auto scenario = [&] {
+      mote::dataflow df(rt);
+      if (c.graph) df.record_graph();
+      // The writer cannot finish before the spawn under test is over (its
+      // thread may not have taken it yet: either way the task under test is
+      // linked behind it).
+      std::atomic<bool> go{false};
+      df.spawn(mote::out(st.a), [&] {
+        while (!go.load()) std::this_thread::yield();
+        st.a = 1;
+      });
+      went_through = !spawn_with_fault(k, [&] { c.spawn(df, st); });
+      df.spawn(mote::inout(st.a), [&] {
+        seen_by_next = st.a;
+        st.a = 2;
+      });
+      go.store(true);
+      hang_guard guard(where + ": wait() after a failed spawn");
+      df.wait();
+      std::ostringstream out;
+      df.dump_dot(out);
+      dot = out.str();
+    };
+    if (inside) {
+      rt.run(scenario);
+    } else {
+      scenario();
+    }
+    if (!went_through) ++faults;
+    SCOPED_TRACE(where + ", fault point " + std::to_string(k));
+    EXPECT_EQ(seen_by_next, 1);
+    EXPECT_EQ(st.a, 2);
+    EXPECT_EQ(st.ran.load(), went_through ? 1 : 0);
+    c.check(st, went_through);
+    if (c.graph) EXPECT_EQ(dot_nodes(dot), went_through ? 3 : 2);
+  }
+  EXPECT_TRUE(went_through) << where;
+  EXPECT_GT(faults, 0) << where;
+}
+
+TEST(DataflowFaults, ASpawnThatThrowsLeavesTheScopeAsBefore) {
+  for (const mote::scheduler_policy policy :
+       {mote::scheduler_policy::work_stealing, mote::scheduler_policy::delegation}) {
+    mote::runtime_options options = workers(2);
+    options.scheduler = policy;
+    mote::runtime rt(options);
+    for (const sweep_case& c : kSweepCases) {
+      sweep_spawn_faults(rt, c, true);
+      sweep_spawn_faults(rt, c, false);
+    }
+  }
+}
+
+// ---- Nesting under a reduction, spawns from inside the scope, minus ----------------
+
+// A reduction task's target belongs to the reduction, whose other tasks run
+// (and may combine into it) meanwhile: a nested scope may not touch it, not
+// even to read. The task's other accesses nest as usual, and a nested
+// reduction under a parent that writes the region is fine.
+TEST(Dataflow, ANestedAccessToTheParentsReductionTargetIsRefused) {
+  mote::runtime rt(workers(2));
+  rt.run([] {
+    for (int round = 0; round < 20; ++round) {
+      long sum = 0;
+      long parts[8] = {};
+      std::atomic<int> refused{0}, accepted{0};
+      mote::dataflow df;
+      for (int p = 0; p < 8; ++p) {
+        df.spawn(mote::reduction(std::plus<>{}, sum), mote::inout(parts[p]), [&, p](long& s) {
+          s += 1;
+          mote::dataflow inner;
+          auto attempt = [&](auto&& spawn) {
+            try {
+              spawn();
+              accepted.fetch_add(1);
+            } catch (const mote::usage_error&) {
+              refused.fetch_add(1);
+            }
+          };
+          attempt([&] { inner.spawn(mote::inout(sum), [&] { sum = sum + 1; }); });
+          attempt([&] { inner.spawn(mote::in(sum), [] {}); });
+          attempt(
+              [&] { inner.spawn(mote::reduction(std::plus<>{}, sum), [](long& t) { t += 1; }); });
+          inner.spawn(mote::inout(parts[p]), [&, p] { parts[p] = p + 1; });
+        });
+      }
+      long total = 0;
+      std::vector<mote::access> reads = {mote::in(sum), mote::out(total)};
+      for (long& part : parts) reads.push_back(mote::in(part));
+      df.spawn_accesses(reads, [&] {
+        total = sum;
+        for (long part : parts) total += part;
+      });
+      df.wait();
+      ASSERT_EQ(accepted.load(), 0) << "round " << round;
+      ASSERT_EQ(refused.load(), 24) << "round " << round;
+      ASSERT_EQ(sum, 8) << "round " << round;
+      ASSERT_EQ(total, 8 + 36) << "round " << round;
+    }
+    long acc = 5;
+    mote::dataflow df;
+    df.spawn(mote::inout(acc), [&] {
+      mote::dataflow inner;
+      for (long i = 1; i <= 10; ++i)
+        inner.spawn(mote::reduction(std::plus<>{}, acc), [i](long& s) { s += i; });
+      inner.spawn(mote::inout(acc), [&] { acc *= 2; });
+    });
+    df.wait();
+    EXPECT_EQ(acc, (5 + 55) * 2);
+  });
+}
+
+// A task of a scope cannot spawn into that scope, whichever thread runs it,
+// including the scope's own thread (a worker runs the scope's tasks while it
+// waits): refused at the spawn, every time. The frame that created the scope
+// still spawns.
+TEST(Dataflow, ASpawnFromOneOfTheScopesTasksIsRefusedOnEveryThread) {
+  for (const unsigned n : {1u, 2u}) {
+    mote::runtime rt(workers(n));
+    auto check = [n](mote::dataflow& df, const char* where) {
+      constexpr int kTasks = 100;
+      long x = 0;
+      std::atomic<int> refused{0}, continued{0};
+      for (int i = 0; i < kTasks; ++i) {
+        df.spawn(mote::inout(x), [&] {
+          ++x;
+          try {
+            df.spawn(mote::inout(x), [&] { continued.fetch_add(1); });
+          } catch (const mote::usage_error&) {
+            refused.fetch_add(1);
+          }
+        });
+      }
+      df.wait();
+      EXPECT_EQ(refused.load(), kTasks) << where << ", " << n << " workers";
+      EXPECT_EQ(continued.load(), 0) << where << ", " << n << " workers";
+      EXPECT_EQ(x, kTasks) << where << ", " << n << " workers";
+      df.spawn(mote::inout(x), [&] { ++x; });
+      df.wait();
+      EXPECT_EQ(x, kTasks + 1) << where << ", " << n << " workers";
+    };
+    {
+      mote::dataflow df(rt);
+      check(df, "scope made outside the runtime");
+    }
+    rt.run([&] {
+      mote::dataflow df;
+      check(df, "scope made on a worker");
+    });
+  }
+}
+
+// Nor can a loop body or a task of another group, though the scope's own
+// thread runs them (one worker: every one of them runs there).
+TEST(Dataflow, ASpawnFromALoopBodyOrAnotherGroupsTaskIsRefused) {
+  for (const unsigned n : {1u, 2u}) {
+    mote::runtime rt(workers(n));
+    rt.run([n] {
+      long x = 0;
+      std::atomic<int> refused{0};
+      mote::dataflow df;
+      auto attempt = [&] {
+        try {
+          df.spawn(mote::inout(x), [&] { ++x; });
+        } catch (const mote::usage_error&) {
+          refused.fetch_add(1);
+        }
+      };
+      mote::parallel_for(0, 16, [&](int) { attempt(); });
+      mote::task_group g;
+      for (int i = 0; i < 8; ++i) g.spawn(attempt);
+      g.wait();
+      df.wait();
+      EXPECT_EQ(refused.load(), 24) << n << " workers";
+      EXPECT_EQ(x, 0) << n << " workers";
+    });
+  }
+}
+
+// With std::minus the copies start at 0, the tasks subtract from them, and
+// the copies are added to the target, as OpenMP's `-` reduction has it.
+TEST(Dataflow, AMinusReductionSubtractsFromTheTarget) {
+  mote::runtime rt(workers(2));
+  rt.run([] {
+    mote::dataflow df;
+    long s = 100;
+    for (long i = 1; i <= 4; ++i)
+      df.spawn(mote::reduction(std::minus<>{}, s), [i](long& p) { p -= i; });
+    long seen = 0;
+    df.spawn(mote::in(s), [&] { seen = s; });
+    long t = 1000;
+    for (long i = 1; i <= 100; ++i)
+      df.spawn(mote::reduction(std::minus<long>{}, t), [i](long& p) { p -= i; });
+    df.wait();
+    EXPECT_EQ(seen, 90);
+    EXPECT_EQ(t, 1000 - 5050);
+  });
+}
+
 // ---- Random task graphs against a serial run ------------------------------------------
 
 struct rtask {
@@ -421,12 +882,22 @@ struct rtask {
     mote::access_type type;
   };
   int id = 0;
-  std::vector<acc> accs;
+  std::vector<acc> accs;  // at most one reduction
   bool throws = false;
+  bool refused = false;  // touches a region its parent task reduces: its spawn throws usage_error
+  long fault = -1;       // >= 0: the fault point of its spawn that is armed
   std::vector<rtask> children;  // a nested scope inside the body
 };
 
 constexpr int kObjects = 24;
+
+// What became of each spawn.
+enum class fate : char { not_reached, spawned, refused, faulted };
+
+std::ostream& operator<<(std::ostream& out, fate f) {
+  static const char* names[] = {"not reached", "spawned", "refused", "faulted"};
+  return out << names[static_cast<int>(f)];
+}
 
 std::uint64_t step(std::uint64_t h, std::uint64_t v) {
   return (h ^ v) * 0x100000001b3ull;
@@ -436,6 +907,7 @@ struct generator {
   std::mt19937_64 rng;
   int next_id = 0;
   double throw_rate;
+  double fault_rate = 0;
 
   mote::access_type any_type() {
     static const mote::access_type all[] = {mote::access_type::in, mote::access_type::out,
@@ -444,7 +916,8 @@ struct generator {
     return all[rng() % 6];
   }
 
-  // allowed: the objects (and how) the task may touch; top level: anything.
+  // parent: the accesses of the task whose nested scope this is; top level
+  // (nullptr): anything.
   std::vector<rtask> make(int count, const std::vector<rtask::acc>* parent, int depth) {
     std::vector<rtask> out;
     for (int k = 0; k < count; ++k) {
@@ -452,8 +925,10 @@ struct generator {
       t.id = next_id++;
       t.throws = std::uniform_real_distribution<double>(0, 1)(rng) < throw_rate;
       const int want = 1 + static_cast<int>(rng() % 3);
+      bool has_red = false;
       for (int a = 0; a < want; ++a) {
         rtask::acc x{};
+        bool off_limits = false;
         if (parent == nullptr) {
           x.obj = static_cast<int>(rng() % kObjects);
           x.type = any_type();
@@ -467,30 +942,28 @@ struct generator {
               // The parent's group adds in any order: its children may only add too.
               x.type = rng() % 2 ? mote::access_type::commutative : mote::access_type::concurrent;
               break;
-            default: {
+            case mote::access_type::reduction:
+              // The reduction's target is off limits to the parent's children.
               x.type = any_type();
-              if (x.type == mote::access_type::reduction) x.type = mote::access_type::inout;
-            }
+              off_limits = true;
+              break;
+            default:  // out, inout: anything, a nested reduction included
+              x.type = any_type();
           }
         }
         bool repeat = false;
         for (const auto& y : t.accs) repeat = repeat || y.obj == x.obj;
         if (repeat) continue;  // one access per object per task (the merging has its own test)
+        if (x.type == mote::access_type::reduction && has_red) continue;  // one reduction per task
+        has_red = has_red || x.type == mote::access_type::reduction;
+        t.refused = t.refused || off_limits;
         t.accs.push_back(x);
       }
-      // A reduction task has exactly one access, spawned with mote::reduction.
-      bool has_red = false;
-      for (const auto& y : t.accs) has_red = has_red || y.type == mote::access_type::reduction;
-      if (has_red) {
-        for (const auto& y : t.accs) {
-          if (y.type == mote::access_type::reduction) {
-            t.accs = {y};
-            break;
-          }
-        }
-      }
-      if (!has_red && depth < 2 && rng() % 6 == 0) {
+      if (!t.refused && depth < 2 && rng() % 6 == 0) {
         t.children = make(1 + static_cast<int>(rng() % 5), &t.accs, depth + 1);
+      }
+      if (!t.refused && std::uniform_real_distribution<double>(0, 1)(rng) < fault_rate) {
+        t.fault = static_cast<long>(rng() % 12);
       }
       out.push_back(std::move(t));
     }
@@ -499,16 +972,18 @@ struct generator {
 };
 
 struct world {
-  std::vector<std::uint64_t> obj = std::vector<std::uint64_t>(kObjects, 0);
+  // fragile: a copy of a reduction's identity is a fault point.
+  std::vector<fragile> obj = std::vector<fragile>(kObjects);
   std::vector<std::uint64_t> seen;  // per task id: what its `in`s read
   std::vector<int> ran;             // per task id
+  std::vector<fate> fates;          // per task id: what its spawn did (the parallel run's)
 };
 
 // The task's own work, the same in both runs. Reductions go through `red`.
 void body(world& w, const rtask& t, std::uint64_t* red) {
   std::uint64_t h = 1469598103934665603ull;
   for (const auto& a : t.accs) {
-    std::uint64_t& x = w.obj[static_cast<std::size_t>(a.obj)];
+    std::uint64_t& x = w.obj[static_cast<std::size_t>(a.obj)].v;
     switch (a.type) {
       case mote::access_type::in: h = step(h, x); break;
       case mote::access_type::out: x = static_cast<std::uint64_t>(t.id) * 7 + 1; break;
@@ -526,7 +1001,8 @@ void body(world& w, const rtask& t, std::uint64_t* red) {
 
 // The serial model: program order, with the runtime's failure rule (a task
 // is skipped when a task of an earlier group on any of its regions failed or
-// was skipped). Returns whether any task threw.
+// was skipped), over the spawns that went through in the parallel run
+// (`fates`: the others never happened). Sets *threw when any task threw.
 struct model_chain {
   mote::access_type type;
   bool open = false;        // a group is open
@@ -538,10 +1014,12 @@ bool same_group(mote::access_type a, mote::access_type b) {
   return a == b && a != mote::access_type::out && a != mote::access_type::inout;
 }
 
-bool run_serial(world& w, const std::vector<rtask>& tasks, bool* threw) {
+void run_serial(world& w, const std::vector<fate>& fates, const std::vector<rtask>& tasks,
+                bool* threw) {
   std::vector<model_chain> chain(kObjects);
   bool any_throw = false;
   for (const auto& t : tasks) {
+    if (fates[static_cast<std::size_t>(t.id)] != fate::spawned) continue;
     bool poisoned = false;
     for (const auto& a : t.accs) {
       model_chain& c = chain[static_cast<std::size_t>(a.obj)];
@@ -564,10 +1042,11 @@ bool run_serial(world& w, const std::vector<rtask>& tasks, bool* threw) {
         std::uint64_t red = 0;
         body(w, t, &red);
         for (const auto& a : t.accs) {
-          if (a.type == mote::access_type::reduction) w.obj[static_cast<std::size_t>(a.obj)] += red;
+          if (a.type == mote::access_type::reduction)
+            w.obj[static_cast<std::size_t>(a.obj)].v += red;
         }
         bool child_threw = false;
-        run_serial(w, t.children, &child_threw);
+        run_serial(w, fates, t.children, &child_threw);
         if (child_threw) {
           failed = true;
           any_throw = true;
@@ -579,11 +1058,10 @@ bool run_serial(world& w, const std::vector<rtask>& tasks, bool* threw) {
     }
   }
   *threw = any_throw;
-  return true;
 }
 
 mote::access make_access(world& w, const rtask::acc& a) {
-  std::uint64_t& x = w.obj[static_cast<std::size_t>(a.obj)];
+  fragile& x = w.obj[static_cast<std::size_t>(a.obj)];
   switch (a.type) {
     case mote::access_type::in: return mote::in(x);
     case mote::access_type::out: return mote::out(x);
@@ -593,27 +1071,67 @@ mote::access make_access(world& w, const rtask::acc& a) {
   }
 }
 
-void spawn_all(mote::dataflow& df, world& w, const std::vector<rtask>& tasks) {
-  for (const auto& t : tasks) {
-    if (t.accs.size() == 1 && t.accs[0].type == mote::access_type::reduction) {
-      df.spawn(mote::reduction(std::plus<>{}, w.obj[static_cast<std::size_t>(t.accs[0].obj)]),
-               [&w, &t](std::uint64_t& s) {
-                 if (t.throws) throw std::runtime_error("task " + std::to_string(t.id));
-                 body(w, t, &s);
-               });
-      continue;
-    }
-    std::vector<mote::access> accs;
-    for (const auto& a : t.accs) accs.push_back(make_access(w, a));
-    df.spawn_accesses(accs, [&w, &t] {
-      if (t.throws) throw std::runtime_error("task " + std::to_string(t.id));
-      body(w, t, nullptr);
-      if (!t.children.empty()) {
-        mote::dataflow inner;
-        spawn_all(inner, w, t.children);
-      }  // waits; rethrows a child's exception
-    });
+void spawn_all(mote::dataflow& df, world& w, const std::vector<rtask>& tasks);
+
+// The callable of t; a copy of it is a fault point. red: the reduction's
+// private copy, or nullptr.
+struct rtask_fn {
+  world* w;
+  const rtask* t;
+  fallible probe;
+  void run(std::uint64_t* red) const {
+    if (t->throws) throw std::runtime_error("task " + std::to_string(t->id));
+    body(*w, *t, red);
+    if (!t->children.empty()) {
+      mote::dataflow inner;
+      spawn_all(inner, *w, t->children);
+    }  // waits; rethrows a child's exception
   }
+};
+
+// Spawns t, the callable last (copied, not moved: a fault point), with its
+// fault point armed; records what became of the spawn.
+void spawn_one(mote::dataflow& df, world& w, const rtask& t) {
+  const rtask_fn fn{&w, &t, {}};
+  const auto plain = [fn] { fn.run(nullptr); };
+  const auto reducing = [fn](fragile& s) { fn.run(&s.v); };
+  fragile* target = nullptr;
+  std::vector<mote::access> others;
+  for (const auto& a : t.accs) {
+    if (a.type == mote::access_type::reduction) {
+      target = &w.obj[static_cast<std::size_t>(a.obj)];
+    } else {
+      others.push_back(make_access(w, a));
+    }
+  }
+  auto spawn = [&] {
+    if (target == nullptr) {
+      df.spawn_accesses(others, plain);
+      return;
+    }
+    const auto r = mote::reduction(std::plus<>{}, *target);
+    switch (others.size()) {
+      case 0:
+        df.spawn(r, reducing);
+        break;
+      case 1:
+        df.spawn(r, others[0], reducing);
+        break;
+      default:
+        df.spawn(r, others[0], others[1], reducing);
+        break;
+    }
+  };
+  fate& result = w.fates[static_cast<std::size_t>(t.id)];
+  try {
+    result = spawn_with_fault(t.fault, spawn) ? fate::faulted : fate::spawned;
+  } catch (const mote::usage_error&) {
+    result = fate::refused;
+  }
+}
+
+void spawn_all(mote::dataflow& df, world& w, const std::vector<rtask>& tasks) {
+  for (const auto& t : tasks) spawn_one(df, w, t);
 }
 
 // On a mismatch: the first task whose reads differ, and every task before it
@@ -640,8 +1158,11 @@ std::string explain(const std::vector<rtask>& program, const world& expect, cons
         for (const auto& b : t->accs) touches = touches || a.obj == b.obj;
       }
       if (!touches) continue;
-      s << std::string(static_cast<std::size_t>(2 * d), ' ') << "task " << u->id << (u->throws ? " throws" : "")
-        << ":";
+      const fate f = got.fates[static_cast<std::size_t>(u->id)];
+      s << std::string(static_cast<std::size_t>(2 * d), ' ') << "task " << u->id
+        << (u->throws ? " throws" : "");
+      if (f != fate::spawned) s << " " << f;
+      s << ":";
       for (const auto& a : u->accs) s << " " << names[static_cast<int>(a.type)] << "(" << a.obj << ")";
       s << "\n";
       if (u == t) break;
@@ -654,29 +1175,56 @@ std::string explain(const std::vector<rtask>& program, const world& expect, cons
   return s.str();
 }
 
+// Checks each spawn's fate against what the program says it must be: a
+// refused task was refused, a task without an armed fault went through,
+// one with a fault either threw it or went through (the fault point was
+// past its last). Counts the refusals and the faults.
+void check_fates(const std::vector<rtask>& tasks, const world& got, std::uint64_t seed,
+                 long* refused, long* faulted) {
+  for (const auto& t : tasks) {
+    const fate f = got.fates[static_cast<std::size_t>(t.id)];
+    if (f == fate::not_reached) continue;  // its parent did not run
+    if (t.refused) {
+      EXPECT_EQ(f, fate::refused) << "task " << t.id << ", seed " << seed;
+    } else if (t.fault < 0) {
+      EXPECT_EQ(f, fate::spawned) << "task " << t.id << ", seed " << seed;
+    } else {
+      EXPECT_NE(f, fate::refused) << "task " << t.id << ", seed " << seed;
+    }
+    *refused += f == fate::refused ? 1 : 0;
+    *faulted += f == fate::faulted ? 1 : 0;
+    check_fates(t.children, got, seed, refused, faulted);
+  }
+}
+
+// Random programs: the final state, and every value every task read, must
+// equal a serial run of the spawns that went through, in program order.
+// fault_rate: the share of spawns with a fault point armed.
 void random_graphs(unsigned num_workers, double throw_rate, bool from_outside, int rounds,
-                   mote::scheduler_policy policy = mote::scheduler_policy::work_stealing) {
+                   mote::scheduler_policy policy = mote::scheduler_policy::work_stealing,
+                   double fault_rate = 0) {
   mote::runtime_options options = workers(num_workers);
   options.scheduler = policy;
   mote::runtime rt(options);
   std::mt19937_64 seeds(mote_test::test_seed() + num_workers * 7 + (from_outside ? 1 : 0) +
-                        static_cast<std::uint64_t>(throw_rate * 1000));
+                        static_cast<std::uint64_t>(throw_rate * 1000) +
+                        static_cast<std::uint64_t>(fault_rate * 100));
+  long refused = 0, faulted = 0;
   for (int round = 0; round < rounds; ++round) {
     const std::uint64_t seed = seeds();
-    generator gen{std::mt19937_64(seed), 0, throw_rate};
+    generator gen{std::mt19937_64(seed), 0, throw_rate, fault_rate};
     const auto program = gen.make(static_cast<int>(scaled(300, 3)), nullptr, 0);
-    world expect, got;
-    expect.seen.assign(static_cast<std::size_t>(gen.next_id), 0);
-    expect.ran.assign(static_cast<std::size_t>(gen.next_id), 0);
-    got.seen = expect.seen;
-    got.ran = expect.ran;
-    bool expect_throw = false;
-    run_serial(expect, program, &expect_throw);
+    const auto tasks = static_cast<std::size_t>(gen.next_id);
+    world got;
+    got.seen.assign(tasks, 0);
+    got.ran.assign(tasks, 0);
+    got.fates.assign(tasks, fate::not_reached);
 
     bool got_throw = false;
     auto run = [&] {
-      mote::dataflow df;
+      mote::dataflow df(rt);
       spawn_all(df, got, program);
+      hang_guard guard("the wait of a random program, seed " + std::to_string(seed));
       try {
         df.wait();
       } catch (const std::runtime_error&) {
@@ -684,22 +1232,28 @@ void random_graphs(unsigned num_workers, double throw_rate, bool from_outside, i
       }
     };
     if (from_outside) {
-      mote::dataflow df(rt);
-      spawn_all(df, got, program);
-      try {
-        df.wait();
-      } catch (const std::runtime_error&) {
-        got_throw = true;
-      }
+      run();
     } else {
       rt.run(run);
     }
+
+    world expect;
+    expect.seen.assign(tasks, 0);
+    expect.ran.assign(tasks, 0);
+    bool expect_throw = false;
+    run_serial(expect, got.fates, program, &expect_throw);
+
+    check_fates(program, got, seed, &refused, &faulted);
     if (got.seen != expect.seen || got.obj != expect.obj) ADD_FAILURE() << explain(program, expect, got);
     ASSERT_EQ(got_throw, expect_throw) << "seed " << seed;
     ASSERT_EQ(got.ran, expect.ran) << "seed " << seed;
     ASSERT_EQ(got.obj, expect.obj) << "seed " << seed;
     ASSERT_EQ(got.seen, expect.seen) << "seed " << seed;
   }
+  // The programs exercise what they are meant to: refused nested accesses,
+  // and faults when armed.
+  EXPECT_GT(refused, 0);
+  if (fault_rate > 0) EXPECT_GT(faulted, 0);
 }
 
 TEST(DataflowRandom, TwoWorkers) { random_graphs(2, 0.0, false, static_cast<int>(scaled(300, 6))); }
@@ -707,6 +1261,18 @@ TEST(DataflowRandom, FromAThreadOutsideTheRuntime) { random_graphs(2, 0.01, true
 TEST(DataflowRandom, OversubscribedFourWorkers) { random_graphs(4, 0.01, false, static_cast<int>(scaled(100, 5))); }
 TEST(DataflowRandom, WithFailures) { random_graphs(2, 0.03, false, static_cast<int>(scaled(300, 6))); }
 TEST(DataflowRandom, OneWorker) { random_graphs(1, 0.02, false, static_cast<int>(scaled(100, 5))); }
+// A fifth of the spawns throw at a random fault point (an allocation, the
+// callable's copy, a reduction identity's copy). From a thread outside the
+// runtime a task ready at its spawn goes into the injection queue, which
+// links it in without allocating.
+TEST(DataflowRandom, FaultsInSpawn) {
+  random_graphs(2, 0.01, false, static_cast<int>(scaled(150, 6)),
+                mote::scheduler_policy::work_stealing, 0.2);
+}
+TEST(DataflowRandom, FaultsInSpawnFromAThreadOutsideTheRuntime) {
+  random_graphs(2, 0.01, true, static_cast<int>(scaled(60, 5)),
+                mote::scheduler_policy::work_stealing, 0.2);
+}
 
 // The same under the delegation scheduler (SPSC add-queues, one ready queue
 // behind a delegation lock).
@@ -722,6 +1288,12 @@ TEST(DataflowRandomDelegation, OversubscribedFourWorkers) {
 }
 TEST(DataflowRandomDelegation, WithFailures) {
   random_graphs(2, 0.03, false, static_cast<int>(scaled(150, 6)), kDelegation);
+}
+TEST(DataflowRandomDelegation, FaultsInSpawn) {
+  random_graphs(2, 0.01, false, static_cast<int>(scaled(100, 6)), kDelegation, 0.2);
+}
+TEST(DataflowRandomDelegation, FaultsInSpawnFromAThreadOutsideTheRuntime) {
+  random_graphs(2, 0.01, true, static_cast<int>(scaled(60, 5)), kDelegation, 0.2);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Shared helpers for the tests: sizes that shrink under sanitizers, a seeded
 // random source, a type that counts its own lifetime, fib with mote::join
-// and its serial twin, and an environment variable set for one scope.
+// and its serial twin, an environment variable set for one scope, and a guard
+// that turns a hang into a failure.
 #pragma once
 
 #include <signal.h>
@@ -11,9 +12,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -171,6 +175,42 @@ class scoped_env {
   std::string name_;
   std::string old_;
   bool had_ = false;
+};
+
+// Ends the process with a message naming `what` if it is not dismissed
+// (destroyed) within `limit`: a wait that never returns is a failure, not a
+// stuck run. Give a limit orders of magnitude above what the guarded code
+// takes, even under a sanitizer on a loaded machine; it measures no speed.
+//
+//   { mote_test::hang_guard guard("the pipeline's wait", std::chrono::seconds(240)); p.wait(); }
+class hang_guard {
+ public:
+  explicit hang_guard(std::string what, std::chrono::seconds limit = std::chrono::seconds(240))
+      : what_(std::move(what)), watcher_([this, limit] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "hang: %s did not return within %lld s\n", what_.c_str(),
+                         static_cast<long long>(limit.count()));
+            std::abort();
+          }
+        }) {}
+  ~hang_guard() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    watcher_.join();
+  }
+  hang_guard(const hang_guard&) = delete;
+  hang_guard& operator=(const hang_guard&) = delete;
+
+ private:
+  std::string what_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread watcher_;
 };
 
 }  // namespace mote_test

@@ -9,9 +9,10 @@
 //
 // A task runs when every earlier task of its scope whose accesses conflict with
 // its own has finished. The dependency system is wait-free: one atomic flags
-// word per access, every transition a single fetch-or, no lock on the path
-// from a task's end to its successors' start (docs/dataflow.md has the design,
-// the argument for wait-freedom and for every memory order).
+// word per access, every transition a single fetch-or; a task it readies is
+// handed to the runtime's scheduler, whose policy decides what that costs
+// (docs/dataflow.md has the design, the argument for wait-freedom and for
+// every memory order).
 #pragma once
 
 #include <atomic>
@@ -153,12 +154,18 @@ struct reduction_vtable;
 // accumulates into a private copy (initialized to the identity), handed to
 // the task's callable as a reference, one argument per reduction access in
 // order; the copies are combined into x with op when a later access needs x
-// (or at wait()). The combined value is op(x, op(copy, copy, ...)).
+// (or at wait()). The combined value is op(x, op(copy, copy, ...)), except
+// with std::minus, which combines as OpenMP's `-` reduction does: each copy
+// starts at 0 and the tasks subtract from it, and the copies are added to x,
+// so x ends as x minus everything the tasks subtracted.
 //
 //   double sum = 0;
 //   for (int b = 0; b < blocks; ++b)
 //     df.spawn(mote::reduction(std::plus<>{}, sum), [&, b](double& s) { s += part(b); });
-//   df.wait();   // sum holds the total
+//   long left = 100;
+//   for (long i = 1; i <= 4; ++i)
+//     df.spawn(mote::reduction(std::minus<>{}, left), [i](long& s) { s -= i; });
+//   df.wait();   // sum holds the total; left == 90
 template <class Op, class T>
 struct reduction_access {
   Op op;
@@ -187,6 +194,18 @@ struct reduction_vtable {
   // Makes the shared state of a new reduction from the spec (a
   // reduction_access<Op, T>), with `slots` private copies.
   df_group_info* (*make)(const void* spec, unsigned slots);
+};
+
+// The operator that folds a reduction's private copies into its target: its
+// own, except for minus, whose copies are added (each holds what its tasks
+// subtracted from 0, as in OpenMP's `-` reduction).
+template <class Op>
+struct reduction_combiner {
+  static Op& of(Op& op) noexcept { return op; }
+};
+template <class U>
+struct reduction_combiner<std::minus<U>> {
+  static std::plus<U> of(std::minus<U>&) noexcept { return {}; }
 };
 
 // State shared by the accesses of one group: a reduction's private copies,
@@ -229,8 +248,10 @@ struct reduction_state final : df_group_info {
     return std::launder(reinterpret_cast<T*>(c.storage));
   }
   void combine() override {
+    auto&& fold = reduction_combiner<Op>::of(op);
     for (unsigned i = 0; i < count; ++i) {
-      if (cells[i].used) *target = op(std::move(*target), *std::launder(reinterpret_cast<T*>(cells[i].storage)));
+      if (cells[i].used)
+        *target = fold(std::move(*target), *std::launder(reinterpret_cast<T*>(cells[i].storage)));
     }
   }
   static df_group_info* make(const void* spec, unsigned slots) {
@@ -274,6 +295,7 @@ struct df_task : group_task_base {
   std::uint32_t record_align; // the record's alignment (for aligned new)
   bool commutative;           // holds commutative accesses: takes their tokens before running
   std::uint16_t tokens_taken; // commutative tokens held, in address order (under their mutexes)
+  df_task* next_waiting;      // the next task in the waiting list of a token (under its mutex)
   df_access* accesses;
   dataflow* scope;
   worker* home;               // the worker whose cache the block came from, or nullptr
@@ -286,7 +308,8 @@ struct df_task : group_task_base {
 };
 
 // The registration table of a scope: first address -> last access, owned by
-// the spawning thread. Open addressing; starts inline, grows on the heap.
+// the spawning thread. Open addressing; starts inline, grows on the heap (in
+// reserve() only, so that a registration that has begun to link cannot fail).
 struct df_table {
   struct entry {
     const void* address;
@@ -302,7 +325,14 @@ struct df_table {
   ~df_table();
   df_table(const df_table&) = delete;
   df_table& operator=(const df_table&) = delete;
-  MOTE_API entry& find_or_insert(const void* address);
+  // Room for `more` new addresses: that many find_or_insert() calls follow
+  // without growing. Throws std::bad_alloc (then the table is unchanged).
+  MOTE_API void reserve(std::uint32_t more);
+  // The entry of address, or nullptr.
+  MOTE_API const entry* find(const void* address) const noexcept;
+  // The entry of address, made (with no last access) when missing; needs
+  // room (reserve()).
+  MOTE_API entry& find_or_insert(const void* address) noexcept;
   MOTE_API void clear() noexcept;
 };
 
@@ -381,26 +411,43 @@ MOTE_API void* df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w
                            std::uint8_t* cache_class);
 MOTE_API void df_deallocate(void* block, std::uint8_t cache_class, std::size_t align) noexcept;
 // Registers t's accesses (already described in descs) and readies it when
-// nothing blocks it. Throws mote::usage_error for misuse (then t was not
-// registered and the caller destroys it).
+// nothing blocks it. Throws mote::usage_error for misuse, and what making the
+// task's group state throws (std::bad_alloc, a reduction identity's copy):
+// then nothing of t was registered, the scope is as before the call, and the
+// caller destroys t.
 MOTE_API void df_register(dataflow& df, df_task* t, const df_access_desc* descs, std::uint32_t n);
 // A data-flow task's task::execute.
 MOTE_API void df_task_run(task* base, worker& w) noexcept;
+// The data-flow task whose body the calling thread is running (innermost), or
+// nullptr; and setting it (returns the previous one), so that work run for
+// that body on another thread (a loop's helpers) nests its scopes as the body
+// itself would.
+MOTE_API df_task* df_current_task() noexcept;
+MOTE_API df_task* df_exchange_current_task(df_task* t) noexcept;
 
 }  // namespace detail
 
 // A data-flow scope: tasks spawned into it run in the order their accesses
 // require, on the runtime's workers, and wait() waits for all of them.
 //
-// Spawn from the thread that created the scope (the parent task's thread for
-// a nested scope; mote::usage_error otherwise). A scope created inside a
-// data-flow task is nested: its accesses must lie within the accesses of
-// that task, and may write only what it writes (mote::usage_error
-// otherwise); its tasks are ordered among themselves, and the enclosing task
-// ends when they have (its destructor waits). A scope is bound to the
-// task_group or data-flow task that creates it, as task_group is: cancelling
-// that cancels this. The scope's destructor waits (see ~dataflow), so a
-// nested scope needs no explicit wait().
+// Spawn from the frame that created the scope: its thread, and not from
+// inside a task or loop body that thread runs meanwhile, such as one of the
+// scope's own tasks (mote::usage_error otherwise, whichever thread runs the
+// task: a task spawns its own work into a scope it creates). A scope created
+// inside a data-flow task is nested: its accesses must lie within the
+// accesses of that task, may write only what it writes, and may not touch a
+// region the task holds as a reduction (the body works on its private copy;
+// mote::usage_error otherwise); its tasks are ordered among themselves, and
+// the enclosing task ends when they have (its destructor waits). A scope is
+// bound to the task_group or data-flow task that creates it, as task_group
+// is: cancelling that cancels this. The scope's destructor waits (see
+// ~dataflow), so a nested scope needs no explicit wait().
+//
+//   df.spawn(mote::inout(v.data(), v.size()), [&] {
+//     // df.spawn(...) here throws mote::usage_error, on whichever thread
+//     mote::dataflow inner;   // nested: its tasks are children of this one
+//     for (auto& x : v) inner.spawn(mote::inout(x), [&x] { x += 1; });
+//   });
 //
 // A task that throws: its exception is kept (the first one is rethrown by
 // wait()); the tasks that depend on it, directly or through others, are
@@ -428,8 +475,9 @@ class MOTE_API dataflow {
   // reference per reduction access (its worker's private copy), in order, and
   // nothing else. Any number of accesses; the same region twice in one task is
   // one access of the stronger type (a reduction must be the region's only
-  // access in its task). Throws mote::usage_error for misuse (nothing was
-  // added), what copying the callable throws, and std::bad_alloc.
+  // access in its task). Throws mote::usage_error for misuse, what copying
+  // the callable or a reduction's identity throws, and std::bad_alloc; then
+  // nothing was added: the scope is as if the call had not been made.
   //
   //   df.spawn(mote::in(a), mote::in(b), mote::out(c), [&] { c = a + b; });
   template <class... Args>
@@ -476,7 +524,15 @@ class MOTE_API dataflow {
 
   task_group group_;
   detail::runtime_impl* runtime_;
-  const void* spawner_;          // the thread that spawns (detail::thread_token())
+  // The frame that spawns: the thread that created the scope
+  // (detail::thread_token()), the data-flow task whose body it was running
+  // (any runtime's, or nullptr) and, on a worker, the group of the task it
+  // was running and its loop depth. A task or loop body that this thread
+  // runs later differs in one of the last three.
+  const void* spawner_;
+  const detail::df_task* spawner_task_;
+  const task_group* spawner_group_;
+  unsigned spawner_loop_depth_;
   detail::df_task* parent_;      // the data-flow task whose body made this scope, or nullptr
   std::uint64_t spawned_since_wait_ = 0;
   detail::df_table table_;

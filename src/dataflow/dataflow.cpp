@@ -68,9 +68,10 @@ constexpr bool final_state(std::uint32_t f) {
   return (f & kSuccSame) == 0 || (f & kReadySent) != 0;
 }
 
-bool same_group(const detail::df_access& pred, const detail::df_access_desc& next) {
-  if (pred.type != next.base.type) return false;
-  switch (next.base.type) {
+// Does `next`, the access after `pred` in its region's chain, join pred's group?
+bool same_group(const detail::df_access& pred, const detail::df_access& next) {
+  if (pred.type != next.type) return false;
+  switch (next.type) {
     case access_type::in:
     case access_type::concurrent:
     case access_type::commutative:
@@ -163,14 +164,16 @@ std::atomic<std::uint64_t> next_trace_id{1};
 constexpr std::uint8_t kAlignedNew = 0xff;
 
 // Commutative tasks of one group exclude each other through this token. A
-// task takes the tokens of all its commutative accesses before it runs,
-// never waiting for one while holding another: when one is taken it gives
-// back what it holds and waits in that token's list, and the holder hands
-// the task to the scheduler again when it releases.
+// task takes the tokens of all its commutative accesses, in address order,
+// before it runs: when one is held it waits in that token's list, keeping
+// the ones it has, and the holder hands the task to the scheduler again when
+// it releases. The list is linked through the tasks (a task waits for one
+// token at a time), so that waiting allocates nothing.
 struct commutative_token final : detail::df_group_info {
   std::mutex mutex;
   bool held = false;
-  std::vector<detail::df_task*> waiting;
+  detail::df_task* first_waiting = nullptr;  // oldest first, through df_task::next_waiting
+  detail::df_task* last_waiting = nullptr;
 };
 
 }  // namespace
@@ -183,29 +186,43 @@ df_table::~df_table() {
   if (slots != inline_) delete[] slots;
 }
 
-df_table::entry& df_table::find_or_insert(const void* address) {
-  const auto hash = [](const void* p) {
-    auto x = reinterpret_cast<std::uintptr_t>(p);
-    x ^= x >> 17;
-    x *= 0x9E3779B97F4A7C15ull;
-    return static_cast<std::uint32_t>(x >> 32);
-  };
-  if ((used + 1) * 4 > (mask + 1) * 3) {
-    // Grow (at 3/4 full): rehash into twice the slots.
-    const std::uint32_t old_size = mask + 1;
-    entry* old = slots;
-    auto* bigger = new entry[static_cast<std::size_t>(old_size) * 2]();
-    mask = old_size * 2 - 1;
-    slots = bigger;
-    for (std::uint32_t i = 0; i < old_size; ++i) {
-      if (old[i].address == nullptr) continue;
-      std::uint32_t j = hash(old[i].address) & mask;
-      while (slots[j].address != nullptr) j = (j + 1) & mask;
-      slots[j] = old[i];
-    }
-    if (old != inline_) delete[] old;
+namespace {
+std::uint32_t table_hash(const void* p) {
+  auto x = reinterpret_cast<std::uintptr_t>(p);
+  x ^= x >> 17;
+  x *= 0x9E3779B97F4A7C15ull;
+  return static_cast<std::uint32_t>(x >> 32);
+}
+}  // namespace
+
+void df_table::reserve(std::uint32_t more) {
+  // At most 3/4 full with `more` new entries.
+  std::uint64_t size = std::uint64_t{mask} + 1;
+  while ((std::uint64_t{used} + more) * 4 > size * 3) size *= 2;
+  if (size == std::uint64_t{mask} + 1) return;
+  // Rehash into the bigger table; the allocation is the only step that throws.
+  auto* bigger = new entry[size]();
+  const std::uint32_t old_size = mask + 1;
+  entry* old = slots;
+  mask = static_cast<std::uint32_t>(size - 1);
+  slots = bigger;
+  for (std::uint32_t i = 0; i < old_size; ++i) {
+    if (old[i].address == nullptr) continue;
+    std::uint32_t j = table_hash(old[i].address) & mask;
+    while (slots[j].address != nullptr) j = (j + 1) & mask;
+    slots[j] = old[i];
   }
-  std::uint32_t i = hash(address) & mask;
+  if (old != inline_) delete[] old;
+}
+
+const df_table::entry* df_table::find(const void* address) const noexcept {
+  std::uint32_t i = table_hash(address) & mask;
+  while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
+  return slots[i].address != nullptr ? &slots[i] : nullptr;
+}
+
+df_table::entry& df_table::find_or_insert(const void* address) noexcept {
+  std::uint32_t i = table_hash(address) & mask;
   while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
   if (slots[i].address == nullptr) {
     slots[i].address = address;
@@ -374,7 +391,13 @@ bool take_tokens(df_task* t) {
     auto* token = static_cast<commutative_token*>(a->group);
     std::lock_guard<std::mutex> lock(token->mutex);
     if (token->held) {
-      token->waiting.push_back(t);
+      t->next_waiting = nullptr;
+      if (token->last_waiting != nullptr) {
+        token->last_waiting->next_waiting = t;
+      } else {
+        token->first_waiting = t;
+      }
+      token->last_waiting = t;
       return false;
     }
     token->held = true;
@@ -391,7 +414,7 @@ void engine::ready(df_task* t) noexcept {
     try {
       ok = take_tokens(t);
     } catch (...) {
-      std::abort();  // a mutex that cannot lock, or no memory for one pointer
+      std::abort();  // a mutex that cannot lock
     }
     if (!ok) return;  // waits in a token's list
   }
@@ -407,21 +430,28 @@ void engine::ready(df_task* t) noexcept {
 }
 
 void give_tokens(df_task* t, engine& e) noexcept {
-  std::vector<df_task*> retry;
-  try {
-    for (std::uint16_t k = 0; k < t->tokens_taken; ++k) {
-      auto* token = static_cast<commutative_token*>(nth_token(t, k)->group);
-      std::lock_guard<std::mutex> lock(token->mutex);
-      token->held = false;
-      for (df_task* x : token->waiting) retry.push_back(x);
-      token->waiting.clear();
+  // The waiters of every token, one list: each waits in one token's list
+  // only, so its link is free to chain the lists together.
+  df_task* retry = nullptr;
+  df_task** tail = &retry;
+  for (std::uint16_t k = 0; k < t->tokens_taken; ++k) {
+    auto* token = static_cast<commutative_token*>(nth_token(t, k)->group);
+    std::lock_guard<std::mutex> lock(token->mutex);
+    token->held = false;
+    if (token->first_waiting != nullptr) {
+      *tail = token->first_waiting;
+      tail = &token->last_waiting->next_waiting;
+      token->first_waiting = token->last_waiting = nullptr;
     }
-  } catch (...) {
-    std::abort();  // no memory for the list of waiters
   }
   t->tokens_taken = 0;
-  // Every waiter tries again; one gets the token, the others wait again.
-  for (df_task* x : retry) e.ready(x);
+  // Every waiter tries again; one gets the token, the others wait again
+  // (ready() may link a waiter into a list anew: its next is read first).
+  for (df_task* x = retry; x != nullptr;) {
+    df_task* next = x->next_waiting;
+    e.ready(x);
+    x = next;
+  }
 }
 
 }  // namespace
@@ -498,8 +528,52 @@ struct dataflow::graph {
   std::uint64_t next_id = 1;
   bool on = false;
 
-  void add(const void* address, std::uint64_t task, access_type type, access_type pred_type, bool same) {
-    chain& c = chains[address];
+  // Room for v to take `more` elements more, growing geometrically.
+  template <class T>
+  static void reserve_more(std::vector<T>& v, std::size_t more) {
+    if (v.capacity() - v.size() < more) v.reserve(std::max(v.size() + more, 2 * v.capacity()));
+  }
+
+  // Makes room for what add_task() and add() will store for t (its accesses'
+  // chains, their edges, its node), so that they cannot throw. May throw;
+  // then forget() takes back the chains it made.
+  void prepare(const detail::df_task& t, const detail::df_table& table) {
+    std::size_t more_edges = 0;
+    for (std::uint16_t i = 0; i < t.num_accesses; ++i) {
+      const detail::df_access& a = t.accesses[i];
+      if (a.flags.load(std::memory_order_relaxed) != 0) continue;  // merged away (relaxed: private)
+      const detail::df_table::entry* slot = table.find(a.address);
+      const detail::df_access* pred = slot != nullptr ? slot->last : nullptr;
+      chain& c = chains[a.address];
+      if (pred != nullptr && same_group(*pred, a)) {
+        more_edges += c.before.size();
+        reserve_more(c.current, 1);
+      } else {
+        // add() swaps the two, clears the new current and appends to it.
+        more_edges += c.current.size();
+        reserve_more(c.before, 1);
+      }
+    }
+    reserve_more(edges, more_edges);
+    reserve_more(nodes, 1);
+  }
+  // Undoes prepare() for t: drops the chains it made (a chain that add()
+  // has touched is never empty).
+  void forget(const detail::df_task& t) noexcept {
+    for (std::uint16_t i = 0; i < t.num_accesses; ++i) {
+      const auto it = chains.find(t.accesses[i].address);
+      if (it != chains.end() && it->second.before.empty() && it->second.current.empty())
+        chains.erase(it);
+    }
+  }
+  std::uint64_t add_task(const detail::df_task& t) noexcept {
+    const std::uint64_t id = next_id++;
+    nodes.push_back({id, t.trace_what, t.trace_named});
+    return id;
+  }
+  void add(const void* address, std::uint64_t task, access_type type, access_type pred_type,
+           bool same) noexcept {
+    chain& c = chains.find(address)->second;
     if (!same) {
       c.before.swap(c.current);
       c.current.clear();
@@ -534,28 +608,59 @@ access_type merge_types(access_type a, access_type b) {
   return access_type::inout;
 }
 
+// Is the caller the frame that created the scope? Its thread, and no task or
+// loop body started since on that thread: one of the scope's own tasks that
+// happens to run there is refused as it is on any other thread.
+bool in_spawning_frame(const void* spawner, const detail::df_task* spawner_task,
+                       const task_group* spawner_group, unsigned spawner_loop_depth) noexcept {
+  if (detail::thread_token() != spawner || tl_current != spawner_task) return false;
+  const detail::worker* w = detail::current_worker;
+  return w == nullptr ||
+         (w->current_group() == spawner_group && w->loop_depth() == spawner_loop_depth);
+}
+
+// Do [lo, lo + size) and [plo, plo + psize) share a byte (or the first one)?
+bool overlaps(const char* lo, std::size_t size, const char* plo, std::size_t psize) {
+  return lo == plo || (lo < plo + psize && plo < lo + size);
+}
+
 }  // namespace
 
 void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, std::uint32_t n) {
-  if (MOTE_UNLIKELY(thread_token() != df.spawner_)) {
+  if (MOTE_UNLIKELY(!in_spawning_frame(df.spawner_, df.spawner_task_, df.spawner_group_,
+                                       df.spawner_loop_depth_))) {
     throw usage_error(
-        "mote::dataflow::spawn: called from another thread than the one that created the scope; a scope's "
-        "tasks are ordered by spawn order, which only one thread defines");
+        "mote::dataflow::spawn: called from another thread than the one that created the scope, "
+        "or from a task or loop body it runs meanwhile (such as one of the scope's own tasks); a "
+        "scope's tasks are ordered by spawn order, which only the frame that created it defines: "
+        "a task spawns its own work into a scope it creates");
   }
   if (n > 0xffff) throw usage_error("mote::dataflow::spawn: more than 65535 accesses in one task");
   worker* w = current_worker;
   if (w != nullptr && &w->runtime() != df.runtime_) w = nullptr;  // another runtime's worker: an outsider here
   // Misuse first, before anything is linked: a nested scope's accesses must
-  // lie within its parent task's, and write only what it writes; a region
-  // named twice in one task is merged, except reductions.
+  // lie within its parent task's, write only what it writes, and keep off
+  // what it reduces; a region named twice in one task is merged, except
+  // reductions.
   if (df.parent_ != nullptr) {
     const df_task* p = df.parent_;
     for (std::uint32_t i = 0; i < n; ++i) {
       const auto* lo = static_cast<const char*>(descs[i].base.address);
       bool covered = false;
-      for (std::uint16_t k = 0; k < p->num_accesses && !covered; ++k) {
+      for (std::uint16_t k = 0; k < p->num_accesses; ++k) {
         const df_access& pa = p->accesses[k];
         const auto* plo = static_cast<const char*>(pa.address);
+        if (pa.type == access_type::reduction) {
+          // The target belongs to the reduction until its group ends; the
+          // parent's siblings in the group run meanwhile.
+          if (overlaps(lo, descs[i].base.size, plo, pa.size)) {
+            throw usage_error(
+                "mote::dataflow::spawn: a nested task's access touches a region that its parent "
+                "task holds as a reduction, whose target the parent's siblings in the reduction "
+                "may be combining into; the parent works on the private copy its body receives");
+          }
+          continue;
+        }
         if (lo >= plo && lo + descs[i].base.size <= plo + pa.size &&
             (!writes(descs[i].base.type) || writes(pa.type))) {
           covered = true;
@@ -590,10 +695,8 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   t->home = (w != nullptr && t->cache_class < task_cache::kClasses) ? w : nullptr;
   t->commutative = false;
   t->tokens_taken = 0;
+  t->next_waiting = nullptr;
   t->trace_id = 0;
-  const bool traced = (w != nullptr && w->trace() != nullptr) || (w == nullptr && trace::enabled());
-  // Relaxed: the id only needs to be unique.
-  if (MOTE_UNLIKELY(traced)) t->trace_id = next_trace_id.fetch_add(1, std::memory_order_relaxed);
 
   // Describe every access; merge repeats of a region into the first one.
   std::uint32_t counted = 0;  // accesses that take part (not merged away)
@@ -621,19 +724,50 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
     }
     if (a.flags.load(std::memory_order_relaxed) == 0) ++counted;
   }
+
+  // Everything that may throw, before anything is shared: room in the table
+  // (and the graph) for every access, and the state of each group that an
+  // access begins (a reduction's copies, a commutative token). Whether an
+  // access begins a group or joins its predecessor's is read from the table,
+  // which only this thread changes. On a throw, undo it all: the scope is as
+  // it was.
+  dataflow::graph* graph = df.graph_ && df.graph_->on ? df.graph_.get() : nullptr;
+  try {
+    df.table_.reserve(counted);
+    if (MOTE_UNLIKELY(graph != nullptr)) graph->prepare(*t, df.table_);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      df_access& a = t->accesses[i];
+      if (a.type != access_type::reduction && a.type != access_type::commutative) continue;
+      if (a.flags.load(std::memory_order_relaxed) != 0) continue;  // merged away
+      const df_table::entry* slot = df.table_.find(a.address);
+      if (slot != nullptr && slot->last != nullptr && same_group(*slot->last, a))
+        continue;  // joins
+      if (a.type == access_type::reduction) {
+        a.group = descs[i].red->make(descs[i].spec, df.runtime_->num_workers());
+      } else {
+        a.group = new commutative_token;
+      }
+    }
+  } catch (...) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      delete t->accesses[i].group;
+      t->accesses[i].group = nullptr;
+    }
+    if (graph != nullptr) graph->forget(*t);
+    throw;
+  }
+
+  // Nothing below throws.
+  const bool traced = (w != nullptr && w->trace() != nullptr) || (w == nullptr && trace::enabled());
+  // Relaxed: the id only needs to be unique.
+  if (MOTE_UNLIKELY(traced)) t->trace_id = next_trace_id.fetch_add(1, std::memory_order_relaxed);
   // Relaxed: the record is private until the first link below publishes it
   // (acq_rel fetch-ors on the predecessors).
   t->blocked.store(static_cast<std::int32_t>(counted) + 1, std::memory_order_relaxed);
   t->live.store(static_cast<std::int32_t>(counted) + 1, std::memory_order_relaxed);
   t->local = group_access::count_in(g, w);
   ++df.spawned_since_wait_;
-
-  dataflow::graph* graph = df.graph_ && df.graph_->on ? df.graph_.get() : nullptr;
-  std::uint64_t node_id = 0;
-  if (graph != nullptr) {
-    node_id = graph->next_id++;
-    graph->nodes.push_back({node_id, t->trace_what, t->trace_named});
-  }
+  const std::uint64_t node_id = graph != nullptr ? graph->add_task(*t) : 0;
 
   engine e{w, df.runtime_, w != nullptr ? w->trace() : nullptr, my_mailbox()};
   std::int32_t satisfied_now = 0;
@@ -642,9 +776,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
     if (a.flags.load(std::memory_order_relaxed) != 0) continue;  // merged away
     df_table::entry& slot = df.table_.find_or_insert(a.address);
     df_access* pred = slot.last;
-    const df_access_desc& desc = descs[i];
-    const df_access_desc merged{{a.address, a.size, a.type}, a.red, desc.spec};
-    const bool same = pred != nullptr && same_group(*pred, merged);
+    const bool same = pred != nullptr && same_group(*pred, a);
     // Relaxed, these stores: `a` is private until the link below publishes it.
     if (pred == nullptr) {
       // First in the chain: satisfied at once.
@@ -654,14 +786,6 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
       a.group = pred->group;  // alive: a group cannot end while its last member has no S
     } else {
       a.flags.store(kNoReadyMsg, std::memory_order_relaxed);
-    }
-    if (a.group == nullptr) {
-      if (a.type == access_type::reduction) {
-        const unsigned slots = df.runtime_->num_workers();
-        a.group = desc.red->make(desc.spec, slots);
-      } else if (a.type == access_type::commutative) {
-        a.group = new commutative_token;
-      }
     }
     if (a.type == access_type::commutative) t->commutative = true;
     if (graph != nullptr) {
@@ -683,6 +807,14 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
 }
 
 // ---- Running a task -------------------------------------------------------------
+
+detail::df_task* detail::df_current_task() noexcept { return tl_current; }
+
+detail::df_task* detail::df_exchange_current_task(df_task* t) noexcept {
+  df_task* previous = tl_current;
+  tl_current = t;
+  return previous;
+}
 
 void detail::df_task_run(task* base, worker& w) noexcept {
   auto* t = static_cast<df_task*>(base);
@@ -746,6 +878,10 @@ dataflow::dataflow(runtime& rt) : group_(rt), runtime_(&detail::group_access::ru
 void dataflow::construct() {
   spawner_ = detail::thread_token();
   detail::df_task* cur = tl_current;
+  spawner_task_ = cur;
+  const detail::worker* w = detail::current_worker;
+  spawner_group_ = w != nullptr ? w->current_group() : nullptr;
+  spawner_loop_depth_ = w != nullptr ? w->loop_depth() : 0;
   parent_ = (cur != nullptr && cur->scope->runtime_ == runtime_) ? cur : nullptr;
 }
 
