@@ -9,7 +9,12 @@
 // raw pointers). Then empty and huge ranges, exceptions, nesting (to depth 3,
 // past the depth limit, in task_group tasks and join branches, from threads
 // outside the runtime), fake machine shapes (packages x cores x hardware
-// threads), per_worker, and random loops checked against serial runs.
+// threads), per_worker, and random loops checked against serial runs. Then
+// bodies that wait for tasks their loop's starter spawned before the loop
+// (a deadlock unless the starter keeps them available while it waits for its
+// loop's end), the starter's context in every body (group binding, data-flow
+// nesting), and loops whose group is cancelled (no chunk starts on a worker
+// that has seen it).
 //
 // A random round's seed is printed on failure; MOTE_TEST_SEED replays a test.
 // Nothing here depends on timing: a loop that should stop early (a body that
@@ -65,8 +70,10 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64
 // ---- Naming what was running when a test hung ---------------------------------
 //
 // note() records the loop in flight; a watchdog thread (started by the first
-// note) prints it and aborts when no note has come for minutes, so that a
-// loop that never ends is a failure that names itself, not a silent timeout.
+// note) prints it and aborts when no note has come for minutes (or for the
+// note's own limit: a scenario that ends in milliseconds unless it
+// deadlocks), so that a loop that never ends is a failure that names itself,
+// not a silent timeout.
 
 // The last note, for the crash handler, which must not lock: a plain array.
 char crash_text[600];
@@ -91,10 +98,12 @@ class watchdog {
     static watchdog w;  // destroyed at exit: stops and joins its thread
     return w;
   }
-  void note(const std::string& what) {
+  // limit_s > 0: the next note must come within limit_s seconds.
+  void note(const std::string& what, int limit_s) {
     std::lock_guard<std::mutex> lock(mutex_);
     text_ = what;
     std::snprintf(crash_text, sizeof crash_text, "%s", what.c_str());
+    limit_s_ = limit_s > 0 ? limit_s : kDefaultLimit;
     ++progress_;
   }
   ~watchdog() {
@@ -113,8 +122,9 @@ class watchdog {
     sigemptyset(&action.sa_mask);
     for (int k = 0; k < 3; ++k) ::sigaction(kCrashSignals[k], &action, &previous_action[k]);
   }
+  static constexpr int kDefaultLimit = mote_test::kSanitized ? 240 : 120;
+
   void watch() {
-    const int limit_s = mote_test::kSanitized ? 240 : 120;
     std::unique_lock<std::mutex> lock(mutex_);
     std::uint64_t last = progress_;
     int quiet = 0;
@@ -124,8 +134,8 @@ class watchdog {
       if (progress_ != last) {
         last = progress_;
         quiet = 0;
-      } else if (++quiet >= limit_s) {
-        std::fprintf(stderr, "test_loops: no progress for %d s; in flight: %s\n", limit_s,
+      } else if (++quiet >= limit_s_) {
+        std::fprintf(stderr, "test_loops: no progress for %d s; in flight: %s\n", limit_s_,
                      text_.c_str());
         std::fflush(stderr);
         std::abort();
@@ -137,11 +147,12 @@ class watchdog {
   std::condition_variable wake_;
   bool stop_ = false;
   std::uint64_t progress_ = 0;
+  int limit_s_ = kDefaultLimit;
   std::string text_;
   std::thread thread_;  // last: starts once the rest is made
 };
 
-void note(const std::string& what) { watchdog::get().note(what); }
+void note(const std::string& what, int limit_s = 0) { watchdog::get().note(what, limit_s); }
 
 // ---- The test's own index arithmetic (independent of the library's) -----------
 
@@ -2156,6 +2167,593 @@ TEST(LoopsRandom, TwoWorkersThatNeverSpin) {
   // with their team asleep.
   mote::runtime rt(workers(2, std::chrono::microseconds(0)));
   random_loops_on(rt, "2 workers, no spin", static_cast<int>(scaled(720, 36)), 100000, 2, 0.05, 14);
+}
+
+// ---- Waits in bodies: the starter keeps its own tasks available ------------------------
+//
+// A body may wait for a group whose tasks the loop's starter spawned before
+// the loop; those sit on the starter's pool, private until someone asks. The
+// starter, done with its share and waiting for the other participants, must
+// run them or share them, or the body waiting for them never returns.
+
+// One scenario that ends in milliseconds unless it deadlocks.
+const int kDeadlockSeconds = mote_test::kSanitized ? 60 : 15;
+
+// Spins (yielding) until count reaches n. Outside mote: the test holds a
+// worker in a body on purpose.
+void await_count(const std::atomic<int>& count, int n) {
+  while (count.load(std::memory_order_acquire) < n) std::this_thread::yield();
+}
+
+TEST(LoopsWaits, ABodyWaitsForTasksTheStarterSpawnedBeforeTheLoop) {
+  mote::runtime rt(workers(2));
+  const int rounds = static_cast<int>(scaled(40, 4));
+  for (int round = 0; round < rounds; ++round) {
+    note("a body waits for the starter's tasks, round " + std::to_string(round), kDeadlockSeconds);
+    std::atomic<int> ran{0};
+    std::atomic<int> helper_in{0};
+    std::atomic<int> helper_waited{0};
+    rt.run([&] {
+      mote::task_group outer;
+      outer.spawn([&] {
+        mote::task_group g;
+        std::atomic<int> looping{0};
+        // An idle worker may have asked for work: then the first spawn is
+        // shared at once and it runs that one until the loop is open. The
+        // second stays private to this worker.
+        g.spawn([&] {
+          await_count(looping, 1);
+          ran.fetch_add(1);
+        });
+        g.spawn([&] { ran.fetch_add(1); });
+        const int starter = mote::runtime::current_worker_index();
+        looping.store(1, std::memory_order_release);
+        mote::parallel_for(0, 2, mote::grain(1), [&](int) {
+          if (mote::runtime::current_worker_index() == starter) {
+            await_count(helper_in, 1);  // the starter's share ends after the other's began
+          } else if (helper_in.exchange(1, std::memory_order_acq_rel) == 0) {
+            // The other worker's wait may join this loop again and run the
+            // starter's iteration too (if it comes first): that one passes.
+            g.wait();
+            helper_waited.fetch_add(1);
+          }
+        });
+        g.wait();
+      });
+      outer.wait();
+    });
+    ASSERT_EQ(ran.load(), 2) << "round " << round;
+    ASSERT_EQ(helper_waited.load(), 1) << "round " << round;
+  }
+}
+
+// A random program of spawns and waits around a loop, nested up to `depth`:
+// the starter spawns tasks into a few groups, then runs a loop whose bodies
+// each wait for the groups given to them (one waiter per group, as a group
+// allows), and may run such a program themselves.
+struct wait_program_stats {
+  std::atomic<long> spawned{0};
+  std::atomic<long> ran{0};
+  std::atomic<long> bodies{0};
+  std::atomic<long> wrong{0};  // an iteration not run exactly once
+};
+
+void wait_program(std::uint64_t seed, int depth, wait_program_stats& st) {
+  std::mt19937_64 rng(seed);
+  const std::size_t groups = 1 + rng() % 3;
+  std::vector<std::unique_ptr<mote::task_group>> g;
+  for (std::size_t k = 0; k < groups; ++k) g.push_back(std::make_unique<mote::task_group>());
+  const int tasks = static_cast<int>(rng() % 7);
+  for (int t = 0; t < tasks; ++t) {
+    st.spawned.fetch_add(1);
+    const bool again = rng() % 4 == 0;  // spawns one more into its own group
+    mote::task_group& into = *g[rng() % groups];
+    into.spawn([&st, &into, again] {
+      if (again) {
+        st.spawned.fetch_add(1);
+        into.spawn([&st] { st.ran.fetch_add(1); });
+      }
+      st.ran.fetch_add(1);
+    });
+  }
+  const int n = 1 + static_cast<int>(rng() % 24);
+  const std::uint64_t grain = rng() % 3 == 0 ? 0 : 1 + rng() % 3;
+  std::vector<int> waiter(groups);  // the body that waits for each group
+  for (auto& w : waiter) w = static_cast<int>(rng() % static_cast<std::uint64_t>(n));
+  const std::uint64_t nest_seed = rng();
+  std::vector<std::atomic<int>> visits(static_cast<std::size_t>(n));
+  pfor(0, n, grain, [&](int i) {
+    visits[static_cast<std::size_t>(i)].fetch_add(1);
+    st.bodies.fetch_add(1);
+    for (std::size_t k = 0; k < groups; ++k) {
+      if (waiter[k] == i) g[k]->wait();
+    }
+    const std::uint64_t child = mix(nest_seed + static_cast<std::uint64_t>(i));
+    if (depth > 0 && child % 3 == 0) wait_program(child, depth - 1, st);
+  });
+  for (auto& group : g) group->wait();
+  for (auto& v : visits) {
+    if (v.load() != 1) st.wrong.fetch_add(1);
+  }
+}
+
+TEST(LoopsWaits, RandomSpawnsBeforeLoopsAndBodiesThatWaitForThem) {
+  for (unsigned n : {2u, 4u}) {
+    mote::runtime rt(workers(n));
+    std::mt19937_64 seeds(mote_test::test_seed() + n);
+    const int rounds = static_cast<int>(scaled(600, 10));
+    for (int round = 0; round < rounds; ++round) {
+      const std::uint64_t seed = seeds();
+      note("spawns before loops, waits in bodies, " + std::to_string(n) + " workers, seed " +
+               std::to_string(seed),
+           kDeadlockSeconds);
+      wait_program_stats st;
+      // Half of the rounds inside a task of a group, as the report's case.
+      if (seed % 2 == 0) {
+        rt.run([&] { wait_program(seed, 2, st); });
+      } else {
+        rt.run([&] {
+          mote::task_group outer;
+          outer.spawn([&] { wait_program(seed, 2, st); });
+          outer.wait();
+        });
+      }
+      ASSERT_EQ(st.ran.load(), st.spawned.load()) << n << " workers, seed " << seed;
+      ASSERT_EQ(st.wrong.load(), 0) << n << " workers, seed " << seed;
+      ASSERT_GT(st.bodies.load(), 0) << n << " workers, seed " << seed;
+    }
+  }
+}
+
+// ---- The starter's context in every body ------------------------------------------------
+
+TEST(LoopsContext, AGroupMadeInABodyIsBoundToTheStartersGroupOnEveryWorker) {
+  // One body per worker at once (each waits for the others), so that the
+  // starter's body and every helper's make a group while the starter's group
+  // is cancelled.
+  constexpr int kWorkers = 4;
+  mote::runtime rt(workers(kWorkers));
+  const int rounds = static_cast<int>(scaled(20, 4));
+  int starter_bodies = 0;
+  int starter_cancelled = 0;
+  int helper_bodies = 0;
+  int helper_cancelled = 0;
+  for (int round = 0; round < rounds; ++round) {
+    note("a group made in a body, round " + std::to_string(round), kDeadlockSeconds);
+    std::atomic<int> arrived{0};
+    std::atomic<int> cancelled{0};
+    std::vector<int> bound(kWorkers, -1);
+    std::vector<int> on_starter(kWorkers, 0);
+    mote::task_group_status status = mote::task_group_status::complete;
+    rt.run([&] {
+      mote::task_group outer;
+      outer.spawn([&] {
+        const int starter = mote::runtime::current_worker_index();
+        mote::parallel_for(0, kWorkers, mote::grain(1), [&](int i) {
+          mote::task_group inner;
+          arrived.fetch_add(1, std::memory_order_acq_rel);
+          const bool mine = mote::runtime::current_worker_index() == starter;
+          if (mine) {
+            await_count(arrived, kWorkers);
+            outer.cancel();
+            cancelled.store(1, std::memory_order_release);
+          } else {
+            await_count(cancelled, 1);
+          }
+          bound[static_cast<std::size_t>(i)] = inner.is_cancelled() ? 1 : 0;
+          on_starter[static_cast<std::size_t>(i)] = mine ? 1 : 0;
+        });
+      });
+      status = outer.wait();
+    });
+    EXPECT_EQ(status, mote::task_group_status::canceled) << "round " << round;
+    for (int i = 0; i < kWorkers; ++i) {
+      ASSERT_NE(bound[static_cast<std::size_t>(i)], -1)
+          << "body " << i << " did not run, round " << round;
+      int& bodies = on_starter[static_cast<std::size_t>(i)] ? starter_bodies : helper_bodies;
+      int& hit = on_starter[static_cast<std::size_t>(i)] ? starter_cancelled : helper_cancelled;
+      ++bodies;
+      hit += bound[static_cast<std::size_t>(i)];
+    }
+  }
+  EXPECT_EQ(starter_bodies, rounds);
+  EXPECT_EQ(helper_bodies, rounds * (kWorkers - 1));
+  EXPECT_EQ(starter_cancelled, starter_bodies) << "groups made in the starter's bodies";
+  EXPECT_EQ(helper_cancelled, helper_bodies) << "groups made in the helpers' bodies";
+}
+
+TEST(LoopsContext, AGroupMadeInABodyIsNotBoundToWhatItsHelperWasRunning) {
+  // The helper joins the loop from a wait inside a task of a cancelled group
+  // x; the loop runs in a task of group h, not cancelled. A group made in
+  // any body is bound to h: none is cancelled.
+  constexpr int kWorkers = 2;
+  mote::runtime rt(workers(kWorkers));
+  const int rounds = static_cast<int>(scaled(20, 4));
+  for (int round = 0; round < rounds; ++round) {
+    note("a helper inside a cancelled group, round " + std::to_string(round), kDeadlockSeconds);
+    std::atomic<int> x_worker{-1};
+    std::atomic<int> loop_started{0};
+    std::atomic<int> arrived{0};
+    std::vector<int> bound(kWorkers, -1);
+    std::vector<int> on_helper(kWorkers, 0);
+    mote::task_group h(rt);  // made here: its tasks come in through the injection queue
+    std::thread x_thread([&] {
+      rt.run([&] {
+        mote::task_group x;
+        x.spawn([&] {
+          x.cancel();
+          x_worker.store(mote::runtime::current_worker_index(), std::memory_order_release);
+          // Busy until the other worker has taken h's task and is in its
+          // loop; then wait for h, which helps: it joins the loop.
+          await_count(loop_started, 1);
+          (void)h.wait();
+        });
+        (void)x.wait();
+      });
+    });
+    while (x_worker.load(std::memory_order_acquire) < 0) std::this_thread::yield();
+    h.spawn([&] {
+      mote::parallel_for(0, kWorkers, mote::grain(1), [&](int i) {
+        mote::task_group inner;
+        const bool helper = mote::runtime::current_worker_index() == x_worker.load();
+        // The loop is open (its slot published before this body began): the
+        // helper's wait finds it on its first look.
+        if (!helper) loop_started.store(1, std::memory_order_release);
+        arrived.fetch_add(1, std::memory_order_acq_rel);
+        await_count(arrived, kWorkers);  // one body per worker
+        bound[static_cast<std::size_t>(i)] = inner.is_cancelled() ? 1 : 0;
+        on_helper[static_cast<std::size_t>(i)] = helper ? 1 : 0;
+      });
+    });
+    x_thread.join();
+    int helper_bodies = 0;
+    for (int i = 0; i < kWorkers; ++i) {
+      ASSERT_EQ(bound[static_cast<std::size_t>(i)], 0)
+          << "body " << i
+          << (on_helper[static_cast<std::size_t>(i)] ? " (the helper's)" : " (the starter's)")
+          << ", round " << round;
+      helper_bodies += on_helper[static_cast<std::size_t>(i)];
+    }
+    ASSERT_EQ(helper_bodies, 1) << "round " << round;
+  }
+}
+
+TEST(LoopsContext, ADataflowScopeMadeInABodyNestsInTheStartersTaskOnEveryWorker) {
+  constexpr int kWorkers = 4;
+  mote::runtime rt(workers(kWorkers));
+  const int rounds = static_cast<int>(scaled(20, 4));
+  int nested = 0;
+  int read = 0;
+  for (int round = 0; round < rounds; ++round) {
+    note("a data-flow scope made in a body, round " + std::to_string(round), kDeadlockSeconds);
+    long x = 7;
+    long y = 0;
+    std::atomic<int> arrived{0};
+    std::vector<int> threw(kWorkers, 0);
+    std::vector<long> seen(kWorkers, 0);
+    rt.run([&] {
+      mote::dataflow df;
+      df.spawn(mote::inout(x), [&] {
+        mote::parallel_for(0, kWorkers, mote::grain(1), [&](int i) {
+          arrived.fetch_add(1, std::memory_order_acq_rel);
+          await_count(arrived, kWorkers);  // one body per worker
+          mote::dataflow inner;
+          try {
+            // Outside the parent task's accesses: refused in a nested scope.
+            inner.spawn(mote::inout(y), [] {});
+          } catch (const mote::usage_error&) {
+            threw[static_cast<std::size_t>(i)] = 1;
+          }
+          // Within them: runs.
+          inner.spawn(mote::in(x), [&, i] { seen[static_cast<std::size_t>(i)] = x; });
+          inner.wait();
+        });
+      });
+      df.wait();
+    });
+    for (int i = 0; i < kWorkers; ++i) {
+      nested += threw[static_cast<std::size_t>(i)];
+      read += seen[static_cast<std::size_t>(i)] == 7 ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(nested, rounds * kWorkers) << "scopes nested in the starter's data-flow task";
+  EXPECT_EQ(read, rounds * kWorkers);
+}
+
+// ---- Cancellation of the group a loop runs in --------------------------------------------
+
+enum class cancel_form { chunks, each, reduce, per_worker };
+const char* cancel_form_name(cancel_form f) {
+  switch (f) {
+    case cancel_form::chunks:
+      return "parallel_for body(b,e)";
+    case cancel_form::each:
+      return "parallel_for body(i) grain 1";
+    case cancel_form::reduce:
+      return "parallel_reduce";
+    case cancel_form::per_worker:
+      return "parallel_for with per_worker";
+  }
+  return "?";
+}
+
+// What the chunks of a cancelled loop did. A chunk is one call of the body
+// (a batch: body(b, e), body(i) with grain 1, a reduction's block with a
+// grain). A worker has seen the cancellation once a body of it has read
+// `done` (acquire; set after cancel() returned); no chunk may start on it
+// after that.
+struct cancel_ledger {
+  explicit cancel_ledger(std::uint64_t n, unsigned workers) : visits(n), seen(workers) {}
+  std::vector<std::atomic<std::uint32_t>> visits;
+  std::vector<std::atomic<int>> seen;
+  std::atomic<int> done{0};
+  std::atomic<long> started{0};
+  std::atomic<long> finished{0};
+  std::atomic<long> after_seen{0};  // chunks started on a worker that had seen it
+  std::atomic<long> twice{0};       // an index run more than once
+  std::atomic<long> off_worker{0};
+
+  int begin_chunk(std::uint64_t b, std::uint64_t e) {
+    const int w = mote::runtime::current_worker_index();
+    if (w < 0 || w >= static_cast<int>(seen.size())) {
+      off_worker.fetch_add(1);
+      return 0;
+    }
+    if (seen[static_cast<std::size_t>(w)].load(std::memory_order_relaxed) != 0)
+      after_seen.fetch_add(1);
+    started.fetch_add(1);
+    for (std::uint64_t k = b; k < e; ++k) {
+      if (visits[k].fetch_add(1, std::memory_order_relaxed) != 0) twice.fetch_add(1);
+    }
+    return w;
+  }
+  void end_chunk(int w) {
+    finished.fetch_add(1);
+    if (done.load(std::memory_order_acquire) != 0)
+      seen[static_cast<std::size_t>(w)].store(1, std::memory_order_relaxed);
+  }
+  testing::AssertionResult check() const {
+    if (off_worker.load() != 0)
+      return testing::AssertionFailure() << off_worker.load() << " chunks off the workers";
+    if (after_seen.load() != 0)
+      return testing::AssertionFailure()
+             << after_seen.load() << " chunks started after their worker saw the cancellation";
+    if (twice.load() != 0)
+      return testing::AssertionFailure() << twice.load() << " iterations ran twice";
+    if (started.load() != finished.load())
+      return testing::AssertionFailure()
+             << started.load() << " chunks started, " << finished.load() << " finished";
+    return testing::AssertionSuccess();
+  }
+};
+
+// Runs one loop of `form` over [0, n) with `chunk(b, e)` as each chunk's
+// work, in the calling worker's context; returns the chunks per_worker
+// counted (or -1 for the other forms).
+template <class Chunk>
+long cancel_loop(cancel_form f, std::uint64_t n, std::uint64_t grain, mote::runtime& rt,
+                 Chunk&& chunk) {
+  switch (f) {
+    case cancel_form::chunks:
+      pfor(std::uint64_t{0}, n, grain, [&](std::uint64_t b, std::uint64_t e) { chunk(b, e); });
+      return -1;
+    case cancel_form::each:
+      mote::parallel_for(std::uint64_t{0}, n, mote::grain(1),
+                         [&](std::uint64_t i) { chunk(i, i + 1); });
+      return -1;
+    case cancel_form::reduce: {
+      using mote_test::lifetime;
+      const lifetime r = mote::parallel_reduce(
+          std::uint64_t{0}, n, mote::grain(grain == 0 ? 1 : grain), lifetime(0),
+          [&](std::uint64_t b, std::uint64_t e, lifetime acc) {
+            chunk(b, e);
+            acc.value += static_cast<long>(e - b);
+            return acc;
+          },
+          [](lifetime a, lifetime b) { return lifetime(a.value + b.value); });
+      (void)r;  // unspecified after a cancellation
+      return -1;
+    }
+    case cancel_form::per_worker: {
+      mote::per_worker<long> counts(rt, [] { return 0L; });
+      pfor(std::uint64_t{0}, n, grain, [&](std::uint64_t b, std::uint64_t e) {
+        ++counts.local();
+        chunk(b, e);
+      });
+      return counts.combine(0L, [](long a, long v) { return a + v; });
+    }
+  }
+  return -1;
+}
+
+TEST(LoopsCancel, ALoopInACancelledGroupStartsNothing) {
+  using mote_test::lifetime;
+  const long live_before = lifetime::live.load();
+  for (unsigned n : {1u, 2u, 4u}) {
+    mote::runtime rt(workers(n));
+    for (cancel_form f :
+         {cancel_form::chunks, cancel_form::each, cancel_form::reduce, cancel_form::per_worker}) {
+      note(std::string("cancelled before the loop: ") + cancel_form_name(f) + ", " +
+               std::to_string(n) + " workers",
+           kDeadlockSeconds);
+      cancel_ledger l(10000, n);
+      long counted = -2;
+      mote::task_group_status status = mote::task_group_status::complete;
+      rt.run([&] {
+        mote::task_group g;
+        g.spawn([&] {
+          g.cancel();
+          counted = cancel_loop(f, 10000, 0, rt, [&](std::uint64_t b, std::uint64_t e) {
+            l.end_chunk(l.begin_chunk(b, e));
+          });
+        });
+        status = g.wait();
+      });
+      EXPECT_EQ(status, mote::task_group_status::canceled);
+      EXPECT_EQ(l.started.load(), 0) << cancel_form_name(f) << ", " << n << " workers";
+      if (f == cancel_form::per_worker) EXPECT_EQ(counted, 0);
+      EXPECT_TRUE(l.check());
+    }
+  }
+  EXPECT_EQ(lifetime::live.load(), live_before);
+  EXPECT_EQ(lifetime::double_destroyed.load(), 0);
+}
+
+// Every worker's first chunk waits for the others' (so each has one), then
+// the cancellation comes (from the starter's body, or from a thread outside
+// the runtime) and each reads it: not one chunk more starts anywhere.
+void cancel_with_every_worker_inside(bool from_outside) {
+  using mote_test::lifetime;
+  constexpr unsigned kWorkers = 4;
+  const long live_before = lifetime::live.load();
+  mote::runtime rt(workers(kWorkers));
+  const std::uint64_t n = 1 << 16;
+  for (cancel_form f :
+       {cancel_form::chunks, cancel_form::each, cancel_form::reduce, cancel_form::per_worker}) {
+    for (std::uint64_t grain : {0ull, 1ull, 64ull}) {
+      if ((f == cancel_form::each || f == cancel_form::reduce) && grain == 0)
+        continue;  // one chunk per call only
+      note(std::string("every worker in a chunk, cancelled from ") +
+               (from_outside ? "outside: " : "a body: ") + cancel_form_name(f) + ", grain " +
+               grain_name(grain),
+           kDeadlockSeconds);
+      cancel_ledger l(n, kWorkers);
+      std::atomic<int> arrived{0};
+      std::vector<std::atomic<int>> first(kWorkers);
+      long counted = -2;
+      mote::task_group_status status = mote::task_group_status::complete;
+      mote::task_group* to_cancel = nullptr;
+      std::atomic<int> ready{0};
+      std::thread outside;
+      if (from_outside) {
+        outside = std::thread([&] {
+          await_count(arrived, static_cast<int>(kWorkers));
+          await_count(ready, 1);
+          to_cancel->cancel();
+          l.done.store(1, std::memory_order_release);
+        });
+      }
+      rt.run([&] {
+        mote::task_group g;
+        to_cancel = &g;
+        ready.store(1, std::memory_order_release);
+        g.spawn([&] {
+          const int starter = mote::runtime::current_worker_index();
+          counted = cancel_loop(f, n, grain, rt, [&](std::uint64_t b, std::uint64_t e) {
+            const int w = l.begin_chunk(b, e);
+            if (first[static_cast<std::size_t>(w)].exchange(1) == 0) {
+              arrived.fetch_add(1, std::memory_order_acq_rel);
+              if (!from_outside && w == starter) {
+                await_count(arrived, static_cast<int>(kWorkers));
+                g.cancel();
+                l.done.store(1, std::memory_order_release);
+              }
+              await_count(l.done, 1);
+            }
+            l.end_chunk(w);
+          });
+        });
+        status = g.wait();
+      });
+      if (outside.joinable()) outside.join();
+      const std::string what = std::string(cancel_form_name(f)) + ", grain " + grain_name(grain);
+      EXPECT_EQ(status, mote::task_group_status::canceled) << what;
+      EXPECT_TRUE(l.check()) << what;
+      EXPECT_EQ(l.started.load(), static_cast<long>(kWorkers)) << what;
+      if (f == cancel_form::per_worker) EXPECT_EQ(counted, static_cast<long>(kWorkers)) << what;
+    }
+  }
+  EXPECT_EQ(lifetime::live.load(), live_before);
+  EXPECT_EQ(lifetime::double_destroyed.load(), 0);
+}
+
+TEST(LoopsCancel, ACancelFromABodyStopsEveryWorker) { cancel_with_every_worker_inside(false); }
+
+TEST(LoopsCancel, ACancelFromOutsideStopsEveryWorker) { cancel_with_every_worker_inside(true); }
+
+// Random loops (forms, grains, sizes, nested loops), cancelled from a body
+// at a random iteration or from outside once it has run: no chunk starts on
+// a worker after it has seen the cancellation, every started chunk ends,
+// nothing runs twice, nothing leaks, the group's wait says canceled.
+TEST(LoopsCancel, RandomLoopsCancelledFromABodyOrFromOutside) {
+  using mote_test::lifetime;
+  const long live_before = lifetime::live.load();
+  for (unsigned workers_n : {1u, 2u, 4u}) {
+    mote::runtime rt(workers(workers_n));
+    std::mt19937_64 seeds(mote_test::test_seed() + 17 * workers_n);
+    const int rounds = static_cast<int>(scaled(300, 10));
+    for (int round = 0; round < rounds; ++round) {
+      const std::uint64_t seed = seeds();
+      std::mt19937_64 rng(seed);
+      const auto f = static_cast<cancel_form>(rng() % 4);
+      const std::uint64_t n = 1 + log_uniform(rng, 20000);
+      std::uint64_t grain = random_grain(rng, n);
+      if (grain > n) grain = n;
+      if (f == cancel_form::each || (f == cancel_form::reduce && grain == 0)) grain = 1;
+      const std::uint64_t at = rng() % n;  // the iteration that cancels, or lets the outside cancel
+      const bool from_outside = rng() % 2 == 0;
+      const bool nested = rng() % 3 == 0;
+      const std::string what = std::string(cancel_form_name(f)) + " over " + std::to_string(n) +
+                               ", grain " + grain_name(grain) + (nested ? ", nested" : "") +
+                               ", cancelled at " + std::to_string(at) +
+                               (from_outside ? " from outside" : " from a body") + ", " +
+                               std::to_string(workers_n) + " workers, seed " + std::to_string(seed);
+      note(what, kDeadlockSeconds);
+      cancel_ledger l(n, workers_n);
+      cancel_ledger inner(n * 4, workers_n);  // nested loops' chunks: 4 iterations per outer one
+      std::atomic<int> reached{0};
+      std::atomic<int> ready{0};
+      mote::task_group* to_cancel = nullptr;
+      mote::task_group_status status = mote::task_group_status::complete;
+      long counted = -2;
+      std::thread outside;
+      if (from_outside) {
+        outside = std::thread([&] {
+          await_count(reached, 1);
+          await_count(ready, 1);
+          to_cancel->cancel();
+          l.done.store(1, std::memory_order_release);
+          inner.done.store(1, std::memory_order_release);
+        });
+      }
+      rt.run([&] {
+        mote::task_group g;
+        to_cancel = &g;
+        ready.store(1, std::memory_order_release);
+        g.spawn([&] {
+          counted = cancel_loop(f, n, grain, rt, [&](std::uint64_t b, std::uint64_t e) {
+            const int w = l.begin_chunk(b, e);
+            if (nested) {
+              // A chunk's own loop: bound to the same group, stopped by it too.
+              mote::parallel_for(b * 4, e * 4, mote::grain(1), [&](std::uint64_t i) {
+                inner.end_chunk(inner.begin_chunk(i, i + 1));
+              });
+            }
+            if (at >= b && at < e) {
+              if (from_outside) {
+                reached.store(1, std::memory_order_release);
+                await_count(l.done, 1);
+              } else {
+                g.cancel();
+                l.done.store(1, std::memory_order_release);
+                inner.done.store(1, std::memory_order_release);
+              }
+            }
+            l.end_chunk(w);
+          });
+        });
+        status = g.wait();
+      });
+      if (outside.joinable()) outside.join();  // `at` runs before any cancellation: it got there
+      ASSERT_EQ(status, mote::task_group_status::canceled) << what;
+      ASSERT_TRUE(l.check()) << what;
+      ASSERT_TRUE(inner.check()) << what << " (nested loops)";
+      ASSERT_GE(l.started.load(), 1) << what;
+      if (f == cancel_form::per_worker) ASSERT_EQ(counted, l.started.load()) << what;
+      ASSERT_EQ(lifetime::live.load(), live_before) << what;
+    }
+  }
+  EXPECT_EQ(lifetime::double_destroyed.load(), 0);
 }
 
 }  // namespace

@@ -19,11 +19,20 @@
 // only when they are idle, so nothing is oversubscribed: a nested loop whose
 // team is busy simply runs on the worker that started it. docs/loops.md has
 // the design and the measured figures.
+//
+// A body runs in its loop's starter's context on every worker: a task_group
+// made in a body is bound to the group the starter runs in (the task_group
+// whose task called the loop, if any), and a mote::dataflow made in a body is
+// nested in the starter's data-flow task. When that group is cancelled (its
+// cancel(), a task of it failing, or a group it is bound to cancelled), no
+// new batch starts on any worker; batches that started finish, and the loop
+// returns normally: its group's wait() then says task_group_status::canceled.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <iterator>
@@ -183,8 +192,10 @@ class reduce_tree {
     }
   }
 
-  // Folds every piece of every participant into the root.
-  T finish(std::vector<reduce_piece<T>>& pieces) const {
+  // Folds every piece of every participant into the root. After a
+  // cancellation the pieces may leave gaps: then it folds what is there, in
+  // block order (identity when nothing ran).
+  T finish(std::vector<reduce_piece<T>>& pieces, const T& identity) const {
     std::sort(pieces.begin(), pieces.end(), [](const reduce_piece<T>& a, const reduce_piece<T>& b) {
       return a.index << a.level < b.index << b.level;
     });
@@ -192,7 +203,12 @@ class reduce_tree {
     // each with its sibling exactly as push() does within a run.
     std::vector<reduce_piece<T>> stack;
     for (auto& p : pieces) push(stack, p.level, p.index, std::move(p.value));
-    return std::move(stack.front().value);
+    if (stack.empty()) return identity;
+    T result = std::move(stack.front().value);
+    for (std::size_t k = 1; k < stack.size(); ++k) {
+      result = (*combine_)(std::move(result), std::move(stack[k].value));
+    }
+    return result;
   }
 
   bool is_root(unsigned level, std::uint64_t index) const noexcept {
@@ -273,7 +289,7 @@ T run_reduce(I first, std::uint64_t size, std::uint64_t g, const T& identity, Bo
   job.combine = &combine;
   job.tree = &tree;
   start_loop(job);
-  return tree.finish(job.pieces);
+  return tree.finish(job.pieces, identity);
 }
 
 // [first, first + size) with blocks of g iterations (0: chosen from size).
@@ -303,10 +319,16 @@ T reduce_range(I first, std::uint64_t size, std::uint64_t g, const T& identity, 
 // Called on a thread that is not a worker, the loop runs on the default
 // runtime (the caller blocks). The first exception a body throws stops the
 // claiming of new batches and is rethrown here once running batches end.
+// A cancellation of the group the caller runs in stops it the same way, but
+// returns normally (some iterations did not run; see the top of this file).
 //
 //   std::vector<double> x(1 << 20, 1.0);
 //   mote::parallel_for(std::size_t{0}, x.size(), [&](std::size_t i) { x[i] *= 2; });
 //   mote::parallel_for(x.begin(), x.end(), [](auto b, auto e) { std::fill(b, e, 0.0); });
+//
+//   mote::task_group g;  // a search that stops at the first hit
+//   g.spawn([&] { mote::parallel_for(0, n, [&](int i) { if (hit(i)) g.cancel(); }); });
+//   bool stopped = g.wait() == mote::task_group_status::canceled;
 template <class I, class F>
   requires detail::loop_index<I> && (std::invocable<F&, I> || std::invocable<F&, I, I>)
 void parallel_for(I first, I last, F&& body) {
@@ -331,7 +353,9 @@ void parallel_for(I first, I last, grain g, F&& body) {
 // binary tree fixed by the length and the block: the result is the same on
 // every run, whatever the number of workers and whoever ran what, even for
 // floating-point sums. It equals the serial fold when combine is associative
-// and identity is its identity. combine need not be commutative.
+// and identity is its identity. combine need not be commutative. After a
+// cancellation of the caller's group the result is unspecified (the blocks
+// that ran, combined in order).
 //
 //   double sum = mote::parallel_reduce(std::size_t{0}, x.size(), 0.0,
 //       [&](std::size_t b, std::size_t e, double acc) { for (; b < e; ++b) acc += x[b]; return acc; },

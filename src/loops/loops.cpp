@@ -10,8 +10,10 @@
 #include <tuple>
 
 #include "mote/detail/worker.hpp"
+#include "mote/export.hpp"
 #include "mote/loops.hpp"
 #include "mote/runtime.hpp"
+#include "mote/task_group.hpp"
 #include "mote/trace.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
@@ -21,6 +23,11 @@
 #endif
 
 namespace mote::detail {
+
+// The data-flow task whose body this thread runs, and setting it
+// (mote/dataflow.hpp, declared here to keep that header out of the loops').
+MOTE_API df_task* df_current_task() noexcept;
+MOTE_API df_task* df_exchange_current_task(df_task* t) noexcept;
 
 namespace {
 
@@ -165,11 +172,13 @@ void destroy_loop_desc(loop_desc* d) noexcept { delete d; }
 namespace {
 
 // The leader's side: sets the loop up and opens the gates.
-void open_loop(loop_desc& d, loop_job& job) {
+void open_loop(loop_desc& d, loop_job& job, worker& w) {
   const loop_team& team = d.team;
   const unsigned seats = team.size();
   ++d.seq;
   d.job = &job;
+  d.group = w.current_group();
+  d.flow = df_current_task();
   if (job.grain != 0) {
     d.hint = job.grain;
   } else {
@@ -205,8 +214,10 @@ void open_loop(loop_desc& d, loop_job& job) {
 }
 
 // The leader's side: closes every gate and waits until the participants
-// inside have left.
-void close_loop(loop_desc& d, std::int64_t spin_ns) noexcept {
+// inside have left. Meanwhile it runs the tasks of its own pool: a body
+// elsewhere may be waiting for one that this worker spawned before the loop,
+// and nobody else can take them while they are private.
+void close_loop(loop_desc& d, worker& w) noexcept {
   const unsigned domains = d.team.num_domains();
   std::uint32_t drained = 0;
   for (unsigned i = 0; i < domains; ++i) {
@@ -218,19 +229,28 @@ void close_loop(loop_desc& d, std::int64_t spin_ns) noexcept {
   if (drained == domains) return;
   // The domains still busy each end with one fetch_sub by their last leaver.
   std::uint32_t v = d.pending.fetch_sub(drained, std::memory_order_acq_rel) - drained;
-  idle_wait idle(spin_ns);
+  idle_wait idle(w.runtime().spin_ns());
   while ((v & ~loop_desc::kLeaderParked) != 0) {
-    if (idle.spin()) {
-      // Acquire: pairs with the last leavers' release fetch_sub, so their
-      // bodies' writes are visible once it reads 0.
-      v = d.pending.load(std::memory_order_acquire);
-      continue;
+    // The newest first, as a group's wait takes them (pop_any also shares
+    // half of them when a thief asked). A task run here is on top of this
+    // open loop: the loops it starts are keyed one further (loops_open() is
+    // still this loop's), and its bodies' depth is the leader's own.
+    if (task* t = w.pool().pop_any()) {
+      w.run_task(t, nullptr);
+      idle.reset();
+    } else if (!idle.spin()) {
+      // The pool is empty and only this worker pushes on it: nothing it
+      // holds is left for anyone, so it may sleep until the last leaver
+      // wakes it.
+      if ((v & loop_desc::kLeaderParked) == 0 &&
+          !d.pending.compare_exchange_strong(v, v | loop_desc::kLeaderParked,
+                                             std::memory_order_acquire)) {
+        continue;  // v reloaded
+      }
+      futex_wait(&d.pending, v | loop_desc::kLeaderParked);
     }
-    if ((v & loop_desc::kLeaderParked) == 0 &&
-        !d.pending.compare_exchange_strong(v, v | loop_desc::kLeaderParked, std::memory_order_acquire)) {
-      continue;  // v reloaded
-    }
-    futex_wait(&d.pending, v | loop_desc::kLeaderParked);
+    // Acquire: pairs with the last leavers' release fetch_sub, so their
+    // bodies' writes are visible once it reads 0.
     v = d.pending.load(std::memory_order_acquire);
   }
 }
@@ -259,8 +279,11 @@ struct trace_scope {
   }
 };
 
-// Runs the participate function with the worker's depth set for the bodies.
-void participate(worker& w, unsigned body_depth, loop_job& job, loop_claimer& claims) noexcept {
+// Runs the participate function with the worker's depth set for the bodies,
+// its claims stopped by a cancellation of `group` (the starter's).
+void participate(worker& w, unsigned body_depth, loop_job& job, loop_claimer& claims,
+                 const task_group* group) noexcept {
+  claims.watch(group);
   const unsigned saved = w.loop_depth();
   w.set_loop_depth(body_depth);
   {
@@ -351,6 +374,13 @@ loop_claimer::loop_claimer(loop_desc& d, unsigned seat, std::uint64_t grain, std
       seat_(seat) {
   if (grain == 0) until_tune_ = 1;
 }
+
+void loop_claimer::watch(const task_group* g) noexcept {
+  group_ = g;
+  cancels_ = g != nullptr ? &group_cancels_active : nullptr;
+}
+
+bool loop_claimer::group_cancelled() const noexcept { return group_->is_cancelled(); }
 
 void loop_claimer::stop() noexcept {
   // Relaxed: claimers read it as a hint (stopped()); the failure itself
@@ -476,7 +506,7 @@ void run_loop(worker& w, loop_job& job) {
   if (rt.num_workers() == 1 || depth >= kMaxLoopDepth || open >= kMaxLoopDepth || one_batch ||
       rt.teams().team(w.index(), depth).size() < 2) {
     loop_claimer alone(job.units, job.grain);
-    participate(w, depth + 1, job, alone);
+    participate(w, depth + 1, job, alone, w.current_group());
     return;
   }
   const loop_team& team = rt.teams().team(w.index(), depth);
@@ -493,12 +523,12 @@ void run_loop(worker& w, loop_job& job) {
     // that the estimate follows the data.
     const std::uint64_t start = loop_ticks();
     loop_claimer alone(job.units, 0);
-    participate(w, depth + 1, job, alone);
+    participate(w, depth + 1, job, alone, w.current_group());
     d.learnt_batch = learn_batch(d.learnt_batch, job.units, loop_ticks() - start);
     return;
   }
   w.set_loops_open(open + 1);
-  open_loop(d, job);
+  open_loop(d, job, w);
   loop_desc* const outer = w.loop_slot().load(std::memory_order_relaxed);
   // seq_cst: the Dekker pair of park()'s announcement; either a parking
   // worker's last look sees this loop, or wake_for_loop() below sees it.
@@ -509,13 +539,13 @@ void run_loop(worker& w, loop_job& job) {
   const unsigned seat = static_cast<unsigned>(team.seat_of[w.index()]);
   loop_claimer mine(d, seat, job.grain, d.hint);
   const std::uint64_t start = loop_ticks();
-  participate(w, depth + 1, job, mine);
+  participate(w, depth + 1, job, mine, d.group);
   const std::uint64_t spent = loop_ticks() - start;
   // No new participant after this is any use. Release only keeps this store
   // after the claims above; nothing is published through it: a worker that
   // still reads &d tries the gate, which decides (and closes below).
   w.loop_slot().store(outer, std::memory_order_release);
-  close_loop(d, rt.spin_ns());
+  close_loop(d, w);
   w.set_loops_open(open);
   if (job.grain == 0) {
     // What the leader's own part took, per unit: a loop too short for its
@@ -565,7 +595,14 @@ bool join_loop(loop_desc& d, worker& self) noexcept {
   } while (!gate.compare_exchange_weak(g, g + 1, std::memory_order_acquire, std::memory_order_relaxed));
   loop_job& job = *d.job;
   loop_claimer claims(d, static_cast<unsigned>(seat), job.grain, d.hint);
-  participate(self, d.depth + 1, job, claims);
+  // The leader's context, in place of whatever this worker was inside (a
+  // wait in some task): a group made in a body binds to the leader's group,
+  // a data-flow scope nests in its task, as on the leader.
+  const std::uint32_t level = self.enter_group(d.group);
+  df_task* const flow = df_exchange_current_task(d.flow);
+  participate(self, d.depth + 1, job, claims, d.group);
+  df_exchange_current_task(flow);
+  self.leave_group(level);
   ++self.stats().loop_joins;
   leave_loop(d, dom);
   return claims.batches() != 0;

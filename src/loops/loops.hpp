@@ -16,6 +16,7 @@
 namespace mote::detail {
 
 class worker;
+struct df_task;  // mote/dataflow.hpp
 
 // A set of workers that runs loops together: the whole runtime, a socket's
 // workers, a core's hardware threads. Seats are the members in topology
@@ -91,6 +92,11 @@ struct loop_desc {
   // two flags, each written at most once per loop.
   alignas(cache_line) loop_job* job = nullptr;
   std::uint64_t hint = 1;                // first batch of adaptive claims
+  // The leader's context, which its bodies have on every worker: the group
+  // it runs in (groups made in bodies bind to it; its cancellation stops the
+  // claims) and its current data-flow task (scopes made in bodies nest in it).
+  task_group* group = nullptr;
+  df_task* flow = nullptr;
   std::atomic<bool> stop{false};         // a body failed: claim nothing more
   std::atomic<bool> dry{false};          // hint: every stripe is empty
 

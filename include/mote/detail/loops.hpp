@@ -15,6 +15,10 @@
 #include "mote/detail/platform.hpp"
 #include "mote/export.hpp"
 
+namespace mote {
+class task_group;
+}  // namespace mote
+
 namespace mote::detail {
 
 class worker;
@@ -81,7 +85,7 @@ class loop_claimer {
   static constexpr std::uint64_t kMaxBatch = kMaxLoopUnits / 64;
 
   // The next batch of units [*begin, *end), or false when nothing is left
-  // for this participant (or the loop failed).
+  // for this participant (or the loop failed, or its group was cancelled).
   MOTE_ALWAYS_INLINE bool next(std::uint64_t* begin, std::uint64_t* end) noexcept {
     if (MOTE_LIKELY(reserved_ < reserved_end_) && !stopped()) {
       *begin = reserved_;
@@ -128,12 +132,23 @@ class loop_claimer {
   }
   // Marks the loop stopped: no participant claims another batch.
   MOTE_API void stop() noexcept;
+  // Hands out nothing more once g (the group the loop's starter runs in), or
+  // a group g is bound to, is cancelled. The runtime's, before the first
+  // next(); g may be nullptr (no group).
+  void watch(const task_group* g) noexcept;
 
  private:
   bool stopped() const noexcept {
     // Relaxed: a hint; a batch claimed just after a failure runs, harmlessly.
-    return stop_ != nullptr && stop_->load(std::memory_order_relaxed);
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) return true;
+    // Relaxed, as a task's start looks (task_group.hpp): while no group is
+    // cancelled anywhere, one load of a line nobody writes. A thread that has
+    // seen the group's cancel() (its own, or through an acquire that follows
+    // it) reads a count that includes it, and then the group's flag.
+    return cancels_ != nullptr && MOTE_UNLIKELY(cancels_->load(std::memory_order_relaxed) != 0) &&
+           group_cancelled();
   }
+  MOTE_API bool group_cancelled() const noexcept;
   MOTE_API bool next_elsewhere(std::uint64_t* begin, std::uint64_t* end) noexcept;
   MOTE_API void retune() noexcept;
 
@@ -149,6 +164,10 @@ class loop_claimer {
   std::uint64_t remote_ = 0;
   loop_desc* desc_ = nullptr;
   const std::atomic<bool>* stop_ = nullptr;
+  // With a group to watch: the count of cancelled groups (task_group.hpp's
+  // group_cancels_active), and the group.
+  const std::atomic<std::uint32_t>* cancels_ = nullptr;
+  const task_group* group_ = nullptr;
   unsigned seat_ = 0;
   unsigned cursor_ = 0;  // the next stripe of the domain to look at
   // Batch tuning (no grain given): the current window's first tick, the
@@ -161,7 +180,8 @@ class loop_claimer {
 
 // Runs job on the calling worker's team (or alone, when the loop is too deep,
 // the runtime has one worker, or the loop has one batch). Returns when every
-// batch has run or the loop failed; does not rethrow (the caller does).
+// batch has run, the loop failed, or the group the worker runs in was
+// cancelled; does not rethrow (the caller does).
 MOTE_API void run_loop(worker& w, loop_job& job);
 
 }  // namespace mote::detail
