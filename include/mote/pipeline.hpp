@@ -494,25 +494,38 @@ class pipeline_exec<std::tuple<S...>> {
     }
   }
 
-  // Runs item id through serial stage I in the stage's order (I >= 1).
-  template <std::size_t I, class Run>
-  void in_order(input& in, std::uint32_t id, Run&& run) {
-    if (modes_[I] != stage_mode::serial_in_order) {
-      run(id);
-      return;
+  // Runs item id through stage I (I >= 1) and passes it on; false when the
+  // stage (or the hand-over) threw: then this item, the one that failed, is
+  // dropped, and no other.
+  template <std::size_t I>
+  bool pass(std::uint32_t id) {
+    try {
+      run_stage<I>(id);
+      deliver<I + 1>(id);
+      return true;
+    } catch (...) {
+      fail(std::current_exception());
+      drop(id);
+      return false;
     }
+  }
+
+  // Item id has come to serial_in_order stage I (I >= 1): it waits for its
+  // turn, or runs, followed by the items that waited for theirs. After a
+  // failure here no turn comes again: the items still waiting are dropped at
+  // the end of the stream.
+  template <std::size_t I>
+  void in_order(input& in, std::uint32_t id) {
     const std::uint64_t seq = slots_[id].seq;
     if (seq != in.next_seq) {
       in.waiting[seq % max_] = id;  // at most max_ in flight: no two share a place
       return;
     }
-    for (;;) {
-      run(id);
+    while (pass<I>(id)) {
       ++in.next_seq;
       std::uint32_t& next = in.waiting[in.next_seq % max_];
       if (next == kNone) return;
-      id = next;
-      next = kNone;
+      id = std::exchange(next, kNone);
     }
   }
 
@@ -575,16 +588,10 @@ class pipeline_exec<std::tuple<S...>> {
       while (std::optional<std::uint32_t> id = in.ch->pop()) {
         if (failed_.load(std::memory_order_relaxed)) {
           drop(*id);
-          continue;
-        }
-        try {
-          in_order<I>(in, *id, [this](std::uint32_t x) {
-            run_stage<I>(x);
-            deliver<I + 1>(x);
-          });
-        } catch (...) {
-          fail(std::current_exception());
-          drop(*id);
+        } else if (modes_[I] == stage_mode::serial_in_order) {
+          in_order<I>(in, *id);
+        } else {
+          pass<I>(*id);
         }
       }
       // Closed and drained. Items still waiting for their turn were
