@@ -7,10 +7,23 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <thread>
 #include <vector>
+
+// channel::close()'s test seam (see mote/channel.hpp): what a test sets here
+// runs inside close(), where another thread's push or pop may interleave.
+// Set and cleared by the thread that closes.
+namespace close_seam {
+std::function<void()> run;
+}  // namespace close_seam
+#define MOTE_CHANNEL_CLOSE_TEST_POINT() \
+  do {                                  \
+    if (::close_seam::run) ::close_seam::run(); \
+  } while (false)
 
 #include "mote/channel.hpp"
 #include "mote/error.hpp"
@@ -270,6 +283,197 @@ TEST(ChannelAutomatic, ManyProducersAndConsumersUnderLoad) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(dup.load(), 0);
   EXPECT_EQ(total.load(), producers * per);
+}
+
+// ---- Close racing pushes and pops -------------------------------------------
+
+// Waits for flag, or for `limit` to pass.
+void wait_a_while(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!flag.load() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// A push from a third thread while the bound producer closes an automatic
+// channel that runs on BatchQueue, with the close held at its seam until the
+// bound consumer has ended (or 50 ms have passed), then until the push has
+// returned or thrown (or 50 ms more): the push lands and is popped before
+// the end of the stream, or it throws; and it throws if closed() said true
+// before it began.
+TEST(ChannelClose, APushRacingTheBoundProducersCloseLandsOrThrows) {
+  no_leak nl;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    mote::channel<token> ch(64);
+    constexpr long kItems = 5;
+    std::vector<long> got;
+    std::atomic<long> popped{0};
+    std::atomic<bool> ended{false};
+    std::thread consumer([&] {
+      while (std::optional<token> v = ch.pop()) {
+        got.push_back(v->producer * 1000 + v->seq);
+        popped.fetch_add(1);
+      }
+      ended.store(true);
+    });
+    for (long i = 0; i < kItems; ++i) ch.push(token(0, i));  // this thread: the bound producer
+    ch.flush();
+    for (int i = 0; i < 10000 && popped.load() < kItems; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(popped.load(), kItems);  // the consumer is bound, and waits
+
+    std::atomic<bool> go{false}, done{false}, saw_closed{false}, landed{false};
+    std::thread third([&] {
+      while (!go.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      saw_closed.store(ch.closed());
+      try {
+        ch.push(token(1, 0));
+        landed.store(true);
+      } catch (const mote::usage_error&) {
+      }
+      done.store(true);
+    });
+    close_seam::run = [&] {
+      wait_a_while(ended, std::chrono::milliseconds(50));
+      go.store(true);
+      wait_a_while(done, std::chrono::milliseconds(50));
+    };
+    ch.close();
+    close_seam::run = nullptr;
+    EXPECT_TRUE(go.load()) << "close() did not pass its seam";
+    go.store(true);
+    third.join();
+    consumer.join();
+
+    if (landed.load()) {
+      EXPECT_FALSE(saw_closed.load()) << "a push that began after closed() said true returned";
+      EXPECT_EQ(popped.load(), kItems + 1) << "a push that returned was not popped";
+      EXPECT_NE(std::find(got.begin(), got.end(), 1000L), got.end());
+    } else {
+      EXPECT_EQ(popped.load(), kItems);
+    }
+    EXPECT_THROW(ch.push(token(0, kItems)), mote::usage_error);
+    EXPECT_FALSE(ch.pop().has_value());
+  }
+}
+
+// close() racing pushes from several threads and pops from one or two,
+// through an automatic channel (on BatchQueue, switching as a second
+// producer, a second consumer or a closing thread comes) and an MPMC one,
+// closed by the first producer or by a thread of its own, at random points:
+// every push that returned is popped exactly once, each producer's items in
+// its order; a push that began after closed() said true throws; and after a
+// consumer's end of the stream, nothing more comes out.
+TEST(ChannelClose, RacingPushesPopsAndCloseLoseNothing) {
+  no_leak nl;
+  const std::uint64_t seed = mote_test::test_seed();
+  std::mt19937_64 rng(seed);
+  const int rounds = static_cast<int>(scaled(150, 5));
+  for (int round = 0; round < rounds; ++round) {
+    SCOPED_TRACE(::testing::Message() << "MOTE_TEST_SEED=" << seed << ", round " << round);
+    const channel_kind kind = rng() % 3 != 0 ? channel_kind::automatic : channel_kind::mpmc;
+    const int producers = 1 + static_cast<int>(rng() % 3);
+    const int consumers = 1 + static_cast<int>(rng() % 2);
+    const std::size_t capacity = std::array<std::size_t, 3>{2, 8, 64}[rng() % 3];
+    const bool producer_closes = rng() % 2 != 0;
+    const long close_after = static_cast<long>(rng() % 300);
+    mote::channel<token> ch(capacity, kind);
+
+    std::vector<std::atomic<long>> landed(producers);
+    std::atomic<long> late{0}, first_pushed{0}, after_end{0}, disorder{0};
+    std::vector<std::vector<std::vector<long>>> got(consumers, std::vector<std::vector<long>>(producers));
+    std::vector<std::thread> ts;
+    for (int c = 0; c < consumers; ++c) {
+      ts.emplace_back([&, c, r = rng()] {
+        std::mt19937_64 my(r);
+        auto record = [&](const token& t) {
+          std::vector<long>& mine = got[c][t.producer];
+          if (!mine.empty() && t.seq <= mine.back()) disorder.fetch_add(1);
+          mine.push_back(t.seq);
+        };
+        std::array<token, 4> buf{token(-1, -1), token(-1, -1), token(-1, -1), token(-1, -1)};
+        for (;;) {
+          const unsigned how = my() % 3;
+          if (how == 0) {
+            std::optional<token> v = ch.pop();
+            if (!v) break;
+            record(*v);
+          } else if (how == 1) {
+            std::optional<token> v = ch.try_pop();
+            if (v) {
+              record(*v);
+            } else {
+              std::this_thread::yield();
+            }
+          } else {
+            const std::size_t k = ch.pop_n(buf.begin(), 1 + my() % buf.size());
+            if (k == 0) break;
+            for (std::size_t i = 0; i < k; ++i) record(buf[i]);
+          }
+        }
+        if (ch.pop().has_value() || ch.try_pop().has_value()) after_end.fetch_add(1);
+      });
+    }
+    for (int p = 0; p < producers; ++p) {
+      ts.emplace_back([&, p, r = rng()] {
+        std::mt19937_64 my(r);
+        long next = 0;
+        for (;;) {
+          if (p == 0 && producer_closes && next >= close_after) ch.close();
+          const bool was_closed = ch.closed();
+          try {
+            const unsigned how = my() % 3;
+            if (how == 0) {
+              ch.push(token(p, next));
+              ++next;
+            } else if (how == 1) {
+              while (!ch.try_emplace(p, next)) std::this_thread::yield();
+              ++next;
+            } else {
+              std::vector<token> block;
+              const long b = 1 + static_cast<long>(my() % 4);
+              for (long i = 0; i < b; ++i) block.emplace_back(p, next + i);
+              std::size_t pushed = 0;
+              try {
+                ch.push_n(block.begin(), block.size(), &pushed);
+              } catch (const mote::usage_error&) {
+                next += static_cast<long>(pushed);
+                landed[p].store(next);
+                if (was_closed && pushed != 0) late.fetch_add(1);
+                throw;
+              }
+              next += b;
+            }
+          } catch (const mote::usage_error&) {
+            break;
+          }
+          landed[p].store(next);
+          if (was_closed) late.fetch_add(1);
+          if (p == 0) first_pushed.store(next);
+        }
+      });
+    }
+    if (!producer_closes) {
+      ts.emplace_back([&] {
+        while (first_pushed.load() < close_after) std::this_thread::yield();
+        ch.close();
+      });
+    }
+    for (auto& t : ts) t.join();
+
+    EXPECT_EQ(late.load(), 0) << "pushes that began after closed() said true returned";
+    EXPECT_EQ(after_end.load(), 0) << "items after a consumer's end of the stream";
+    EXPECT_EQ(disorder.load(), 0);
+    for (int p = 0; p < producers; ++p) {
+      std::vector<long> all;
+      for (int c = 0; c < consumers; ++c) all.insert(all.end(), got[c][p].begin(), got[c][p].end());
+      std::sort(all.begin(), all.end());
+      std::vector<long> expect(static_cast<std::size_t>(landed[p].load()));
+      std::iota(expect.begin(), expect.end(), 0L);
+      EXPECT_EQ(all, expect) << "producer " << p << ": every push that returned, popped exactly once";
+    }
+    if (HasFailure()) break;
+  }
 }
 
 // ---- Spans -----------------------------------------------------------------

@@ -1,20 +1,26 @@
 // The queues of include/mote/queues/: lamport_ring, cached_ring,
 // batch_queue (single producer, single consumer) and mpmc_queue, with an
 // element type that counts its own constructions and destructions, cannot
-// be copied and has no default constructor.
+// be copied and has no default constructor; and moves that throw, through
+// those queues and every kind of mote::channel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "mote/channel.hpp"
 #include "mote/error.hpp"
 #include "mote/queues/batch_queue.hpp"
 #include "mote/queues/mpmc_queue.hpp"
@@ -55,6 +61,56 @@ struct lifetime_check {
   ~lifetime_check() {
     EXPECT_EQ(item::live.load(), before) << "items leaked or destroyed twice";
     EXPECT_EQ(item::bad_destroy.load(), 0);
+  }
+};
+
+
+// Move-only, counts its constructions and destructions, and, when armed,
+// throws from the n-th move (construction or assignment) from then on,
+// before that move changes anything. A moved-from value reads -1.
+struct fragile {
+  static inline long constructed = 0;
+  static inline long destroyed = 0;
+  static inline long bad_destroy = 0;
+  static inline long countdown = 0;  // > 0: moves left until the one that throws
+  long v;
+  std::uint32_t magic = kAlive;
+  static constexpr std::uint32_t kAlive = 0x600dcafe;
+
+  explicit fragile(long x) : v(x) { ++constructed; }
+  fragile(fragile&& o) : v(o.v) {
+    maybe_throw();
+    o.v = -1;
+    ++constructed;
+  }
+  fragile& operator=(fragile&& o) {
+    maybe_throw();
+    v = std::exchange(o.v, -1);
+    return *this;
+  }
+  fragile(const fragile&) = delete;
+  fragile& operator=(const fragile&) = delete;
+  ~fragile() {
+    if (magic != kAlive) ++bad_destroy;
+    magic = 0;
+    ++destroyed;
+  }
+
+  static void arm(long nth_move) { countdown = nth_move; }
+  static void maybe_throw() {
+    if (countdown > 0 && --countdown == 0) throw std::runtime_error("fragile: move refused");
+  }
+};
+
+// Checks at the end of its scope that every fragile built in it was
+// destroyed exactly once.
+struct fragile_balance {
+  long constructed = fragile::constructed;
+  long destroyed = fragile::destroyed;
+  ~fragile_balance() {
+    fragile::arm(0);
+    EXPECT_EQ(fragile::constructed - constructed, fragile::destroyed - destroyed) << "leaked or destroyed twice";
+    EXPECT_EQ(fragile::bad_destroy, 0);
   }
 };
 
@@ -355,6 +411,180 @@ TYPED_TEST(Queues, MorePairsThanCores) {
   EXPECT_EQ(bad.load(), 0);
 }
 
+// ---- Moves that throw, through every queue and every kind of channel --------
+
+// The channels, seen as queues of the same interface: declared one-to-one,
+// declared many-to-many, automatic (BatchQueue while one thread is on each
+// side), automatic switched to the MPMC queue before the first item, and
+// automatic with its consumer bound to another thread, so that the test
+// thread's first pop switches it with the items still in BatchQueue.
+template <class T>
+struct spsc_channel : mote::channel<T> {
+  explicit spsc_channel(std::size_t capacity) : mote::channel<T>(capacity, mote::channel_kind::spsc) {}
+};
+template <class T>
+struct mpmc_channel : mote::channel<T> {
+  explicit mpmc_channel(std::size_t capacity) : mote::channel<T>(capacity, mote::channel_kind::mpmc) {}
+};
+template <class T>
+struct automatic_channel : mote::channel<T> {
+  explicit automatic_channel(std::size_t capacity) : mote::channel<T>(capacity) {}
+};
+template <class T>
+struct switching_channel : mote::channel<T> {
+  explicit switching_channel(std::size_t capacity) : mote::channel<T>(capacity) {
+    std::thread([this] { (void)this->try_pop(); }).join();
+  }
+};
+template <class T>
+struct switched_channel : switching_channel<T> {
+  explicit switched_channel(std::size_t capacity) : switching_channel<T>(capacity) { (void)this->try_pop(); }
+};
+
+template <class Q>
+class Throwing : public ::testing::Test {};
+
+using AllKinds = ::testing::Types<queue_of<lamport>, queue_of<cached>, queue_of<batch>, queue_of<mpmc>,
+                                  queue_of<spsc_channel>, queue_of<mpmc_channel>, queue_of<automatic_channel>,
+                                  queue_of<switching_channel>, queue_of<switched_channel>>;
+
+class AllNames {
+ public:
+  template <class K>
+  static std::string GetName(int i) {
+    static const char* const names[] = {"lamport_ring",      "cached_ring",    "batch_queue",
+                                        "mpmc_queue",        "channel_spsc",   "channel_mpmc",
+                                        "channel_automatic", "channel_switching", "channel_switched"};
+    return names[i];
+  }
+};
+
+TYPED_TEST_SUITE(Throwing, AllKinds, AllNames);
+
+// pop_n whose move-assignment to the output throws, at random places: the
+// items before it are handed over (counted in `moved`), the one that threw
+// stays in the queue, whole, and comes out next; every item comes out exactly
+// once, in order, and every item built is destroyed once. (Closed first, so
+// that a pop finds the end rather than waits when an item is lost.)
+TYPED_TEST(Throwing, PopNHandsEachItemOverOnce) {
+  const std::uint64_t seed = mote_test::test_seed();
+  std::mt19937_64 rng(seed);
+  int throws = 0;
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE(::testing::Message() << "MOTE_TEST_SEED=" << seed << ", round " << round);
+    fragile_balance balance;
+    Q<TypeParam, fragile> q(std::size_t{2} << (rng() % 6));
+    const long n = static_cast<long>(rng() % (q.capacity() + 1));
+    for (long i = 0; i < n; ++i) q.push(fragile(i));
+    q.close();
+    std::vector<fragile> out;
+    for (int i = 0; i < 8; ++i) out.emplace_back(-2);
+    long next = 0;
+    while (next < n) {
+      for (fragile& f : out) f.v = -2;
+      const std::size_t max = 1 + rng() % out.size();
+      fragile::arm(static_cast<long>(1 + rng() % (max + 1)));  // max + 1: no throw
+      std::size_t moved = 1000;
+      std::size_t k = 0;
+      bool threw = false;
+      try {
+        k = q.pop_n(out.begin(), max, &moved);
+      } catch (const std::runtime_error&) {
+        threw = true;
+        ++throws;
+        k = moved;
+      }
+      fragile::arm(0);
+      ASSERT_EQ(moved, k) << "the count reported";
+      ASSERT_TRUE(threw || k != 0) << "the stream ended at item " << next;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (i < k) {
+          ASSERT_EQ(out[i].v, next++) << "slot " << i;
+        } else {
+          ASSERT_EQ(out[i].v, -2) << "slot " << i << " written but not counted";
+        }
+      }
+    }
+    EXPECT_EQ(q.pop_n(out.begin(), out.size()), 0U);
+  }
+  EXPECT_GT(throws, 0);
+}
+
+// push_n whose move into the queue throws, at random places: the items
+// before it are pushed (counted in `pushed`), the one that threw and the
+// rest stay with the caller, whole; pushing the rest again delivers every
+// item exactly once, in order.
+TYPED_TEST(Throwing, PushNKeepsTheRestWithTheCaller) {
+  const std::uint64_t seed = mote_test::test_seed();
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE(::testing::Message() << "MOTE_TEST_SEED=" << seed << ", round " << round);
+    fragile_balance balance;
+    Q<TypeParam, fragile> q(std::size_t{2} << (rng() % 6));
+    const long n = static_cast<long>(rng() % (q.capacity() + 1));
+    std::vector<fragile> in;
+    for (long i = 0; i < n; ++i) in.emplace_back(i);
+    // Taking what is in after each call also passes the positions that the
+    // MPMC queue gave up (its holes).
+    std::vector<long> seen;
+    auto take_all = [&] {
+      q.flush();
+      while (std::optional<fragile> v = q.try_pop()) seen.push_back(v->v);
+    };
+    std::size_t done = 0;
+    while (done < in.size()) {
+      const std::size_t left = in.size() - done;
+      fragile::arm(static_cast<long>(1 + rng() % (left + 1)));  // left + 1: no throw
+      std::size_t pushed = 1000;
+      bool threw = false;
+      try {
+        q.push_n(in.begin() + static_cast<long>(done), left, &pushed);
+      } catch (const std::runtime_error&) {
+        threw = true;
+      }
+      fragile::arm(0);
+      ASSERT_LE(pushed, left);
+      if (!threw) ASSERT_EQ(pushed, left);
+      done += pushed;
+      if (threw) ASSERT_EQ(in[done].v, static_cast<long>(done)) << "the item whose move threw is intact";
+      take_all();
+    }
+    std::vector<long> expect(static_cast<std::size_t>(n));
+    std::iota(expect.begin(), expect.end(), 0L);
+    EXPECT_EQ(seen, expect);
+  }
+}
+
+// A pop whose move into the returned optional throws leaves the item where
+// it was: the next pop returns it. (Closed first, so that a pop finds the
+// end rather than waits when an item is lost.)
+TYPED_TEST(Throwing, APopLeavesTheItem) {
+  const std::uint64_t seed = mote_test::test_seed();
+  std::mt19937_64 rng(seed);
+  fragile_balance balance;
+  for (int round = 0; round < 50; ++round) {
+    SCOPED_TRACE(::testing::Message() << "MOTE_TEST_SEED=" << seed << ", round " << round);
+    Q<TypeParam, fragile> q(16);
+    const long n = static_cast<long>(1 + rng() % q.capacity());
+    for (long i = 0; i < n; ++i) q.push(fragile(i));
+    q.close();
+    long next = 0;
+    while (next < n) {
+      const bool wait = rng() % 2 != 0;
+      fragile::arm(static_cast<long>(1 + rng() % 3));
+      try {
+        std::optional<fragile> v = wait ? q.pop() : q.try_pop();
+        fragile::arm(0);
+        ASSERT_TRUE(v.has_value());
+        ASSERT_EQ(v->v, next++);
+      } catch (const std::runtime_error&) {
+        fragile::arm(0);
+      }
+    }
+    ASSERT_FALSE(q.pop().has_value());
+  }
+}
+
 TEST(Queues, CapacityIsChecked) {
   EXPECT_THROW(mote::batch_queue<int>(1), std::invalid_argument);
   EXPECT_THROW(mote::lamport_ring<int>(0), std::invalid_argument);
@@ -511,6 +741,83 @@ TEST(MpmcQueue, CloseWakesBothSides) {
   empty.close();
   for (auto& t : consumers) t.join();
   EXPECT_EQ(ended.load(), 3);
+}
+
+// An item whose constructor holds its producer until a gate opens: a push
+// that claimed its position and is still building the item.
+struct held {
+  long v;
+  held(long x, std::atomic<int>& building, const std::atomic<bool>& gate) : v(x) {
+    building.fetch_add(1);
+    while (!gate.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  held(held&&) noexcept = default;
+  held& operator=(held&&) noexcept = default;
+};
+
+// Pops after close() while the producers that claimed positions before it
+// are still building their items, with more threads than cores: the
+// consumers wait for those items as for any other (spin, then sleep) instead
+// of spinning without end, and every item comes out exactly once. The gate
+// opens once every consumer has gone to sleep (the kernel's count of its
+// voluntary switches moved), or after 5 s, and the counts then say what
+// happened.
+TEST(MpmcQueue, PopAfterCloseSleepsWhileAClaimedItemIsBuilt) {
+  mote_test::hang_guard guard(::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                              std::chrono::seconds(mote_test::kSanitized ? 240 : 60));
+  const int cpus = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int producers = cpus + 1;
+  const int consumers = cpus + 1;
+  for (int rep = 0; rep < 3; ++rep) {
+    SCOPED_TRACE(::testing::Message() << "repetition " << rep);
+    mote::mpmc_queue<held> q(64);
+    std::atomic<int> building{0};
+    std::atomic<bool> gate{false};
+    std::vector<std::thread> ts;
+    for (int p = 0; p < producers; ++p) ts.emplace_back([&, p] { q.emplace(p, building, gate); });
+    while (building.load() < producers) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    q.close();  // every position is claimed; no item is built yet
+
+    std::vector<std::atomic<long>> tid(consumers), before(consumers);
+    std::vector<std::vector<long>> got(consumers);
+    std::vector<int> ends(consumers, 0);
+    for (int c = 0; c < consumers; ++c) {
+      ts.emplace_back([&, c] {
+        // Its own count, read before it pops: nothing else blocks it until
+        // the pop waits.
+        before[c].store(mote_test::voluntary_switches(mote_test::this_thread_id()));
+        tid[c].store(mote_test::this_thread_id());
+        while (std::optional<held> v = q.pop()) got[c].push_back(v->v);
+        if (!q.pop().has_value()) ++ends[c];
+      });
+    }
+    auto slept = [&](int c) {
+      const long t = tid[c].load();
+      return t != 0 && mote_test::voluntary_switches(t) > before[c].load();
+    };
+    for (int i = 0; i < 500; ++i) {
+      int asleep = 0;
+      for (int c = 0; c < consumers; ++c) asleep += slept(c) ? 1 : 0;
+      if (asleep == consumers) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    int asleep = 0;
+    for (int c = 0; c < consumers; ++c) asleep += slept(c) ? 1 : 0;
+    gate.store(true);
+    for (auto& t : ts) t.join();
+
+    EXPECT_EQ(asleep, consumers) << "consumers spun on a closed queue instead of sleeping";
+    std::vector<long> all;
+    for (int c = 0; c < consumers; ++c) {
+      all.insert(all.end(), got[c].begin(), got[c].end());
+      EXPECT_EQ(ends[c], 1) << "consumer " << c;
+    }
+    std::sort(all.begin(), all.end());
+    std::vector<long> expect(static_cast<std::size_t>(producers));
+    std::iota(expect.begin(), expect.end(), 0L);
+    EXPECT_EQ(all, expect) << "every item exactly once";
+    if (HasFailure()) break;
+  }
 }
 
 struct picky {

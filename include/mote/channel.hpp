@@ -53,6 +53,14 @@
 #include "mote/queues/batch_queue.hpp"
 #include "mote/queues/mpmc_queue.hpp"
 
+// A seam for tests (tests/test_channel.cpp defines it before including this
+// header): called inside close() between the MPMC queue's close and
+// BatchQueue's, where another thread's push or pop may interleave. Nothing
+// otherwise.
+#ifndef MOTE_CHANNEL_CLOSE_TEST_POINT
+#  define MOTE_CHANNEL_CLOSE_TEST_POINT() ((void)0)
+#endif
+
 namespace mote {
 
 enum class channel_kind : std::uint8_t { automatic, spsc, mpmc };
@@ -71,7 +79,7 @@ class channel {
     // An automatic channel keeps its MPMC queue ready, so that the switch
     // never allocates and the threads that see it need no further handshake.
     if (kind_ != channel_kind::spsc) mpmc_ = std::make_unique<mpmc_queue<T>>(capacity);
-    switched_.store(kind_ == channel_kind::mpmc, std::memory_order_relaxed);
+    switched_.store(kind_ == channel_kind::mpmc ? kSwitched : kOnBatch, std::memory_order_relaxed);
     detail::note_channel(this, kind_ == channel_kind::mpmc ? 1U : 0U);
   }
 
@@ -112,16 +120,25 @@ class channel {
     return mpmc_->try_emplace(std::forward<A>(a)...);
   }
 
-  // Pushes n items from first on (moved), waiting for space.
+  // Pushes n items from first on (moved), waiting for space. When a move
+  // throws (or close() comes), the items before it are pushed, and it and
+  // the ones after it are not (still the caller's, as the move left them);
+  // *pushed, when given, is how many were pushed, whether it returns or
+  // throws.
   //
-  //   ch.push_n(v.begin(), v.size());
+  //   std::size_t pushed = 0;
+  //   try { ch.push_n(v.begin(), v.size(), &pushed); }
+  //   catch (const mote::usage_error&) { /* closed: v[pushed] on were not sent */ }
   template <class It>
-  void push_n(It first, std::size_t n) {
-    if (kind_ == channel_kind::spsc) {
-      batch_->push_n(first, n);
-      return;
+  void push_n(It first, std::size_t n, std::size_t* pushed = nullptr) {
+    switch (kind_) {
+      case channel_kind::spsc: batch_->push_n(first, n, pushed); return;
+      case channel_kind::mpmc: mpmc_->push_n(first, n, pushed); return;
+      case channel_kind::automatic: break;
     }
-    for (std::size_t i = 0; i < n; ++i, ++first) emplace(std::move(*first));
+    std::size_t k = 0;
+    detail::count_report report(pushed, k);
+    for (; k < n; ++k, ++first) emplace(std::move(*first));
   }
 
   // Publishes this producer's partial batch now (BatchQueue). A producer
@@ -142,7 +159,10 @@ class channel {
 
   // The end of the stream: later pushes throw, pops return nullopt once the
   // channel is drained, and waiting consumers wake up. Called by a producer
-  // (any thread may call it on an automatic or MPMC channel).
+  // (any thread may call it on an automatic or MPMC channel). The close
+  // takes effect at one point: a push from any thread lands before it (and
+  // is popped before the end of the stream) or throws, and closed() is true
+  // from that point on.
   //
   //   ch.close();
   void close() {
@@ -151,33 +171,45 @@ class channel {
       case channel_kind::mpmc: mpmc_->close(); return;
       case channel_kind::automatic: break;
     }
+    // On an automatic channel that point is the MPMC queue's close (its
+    // fetch_or on the enqueue count, which every push to it reads in the
+    // same word as its claim), and closed() reads it there. Each push after
+    // it throws: a push to the MPMC queue sees the flag; a push to BatchQueue
+    // is the bound producer's, and comes after this close (the closer is that
+    // thread) or after a switch, which sends it to the MPMC queue.
     if (enter(producer_)) {
-      batch_->close();
-      leave(producer_);
+      // The bound producer, inside one operation. A switch waits for its end
+      // (the switch's acquire load of busy == 0 pairs with leave()'s release
+      // store, after the fetch_or), and a push goes to the MPMC queue only
+      // once the switch is complete (on_mpmc()): it sees the close.
+      bound_operation op{producer_};
       mpmc_->close();
+      MOTE_CHANNEL_CLOSE_TEST_POINT();
+      // Then BatchQueue's close, the end of the stream for its bound
+      // consumer. The MPMC queue is empty: nothing lands there before a
+      // switch is complete, and none is (it would wait for this operation).
+      batch_->close();
       return;
     }
+    // Another thread: the switch moves every thread to the MPMC queue (and
+    // publishes the producer's partial batch), so its close is the end.
     switch_to_mpmc();
-    {
-      std::lock_guard<std::mutex> g(switch_lock_);
-      batch_->close_taken_over();
-    }
     mpmc_->close();
   }
-  bool closed() const noexcept { return batch_.has_value() ? batch_->closed() : mpmc_->closed(); }
+  bool closed() const noexcept { return kind_ == channel_kind::spsc ? batch_->closed() : mpmc_->closed(); }
 
   // ---- Consumers -------------------------------------------------------------
 
   // The oldest item, waiting for one; nullopt once the channel is closed and
-  // every item was taken.
+  // every item was taken. When moving the item out throws, it stays in the
+  // channel, the next to come out.
   //
   //   while (auto v = ch.pop()) use(*v);
   MOTE_ALWAYS_INLINE std::optional<T> pop() {
     if (MOTE_LIKELY(kind_ == channel_kind::spsc)) return batch_->pop();
     if (kind_ == channel_kind::automatic && enter_bound(consumer_)) {
-      std::optional<T> v = batch_->try_pop();
-      leave(consumer_);
-      if (MOTE_LIKELY(v.has_value())) return v;
+      bound_operation op{consumer_};
+      if (MOTE_LIKELY(batch_->can_pop())) return batch_->try_pop();
     }
     return pop_slow();
   }
@@ -187,38 +219,55 @@ class channel {
   //   if (auto v = ch.try_pop()) use(*v);
   MOTE_ALWAYS_INLINE std::optional<T> try_pop() {
     if (MOTE_LIKELY(kind_ == channel_kind::spsc)) return batch_->try_pop();
-    if (kind_ == channel_kind::automatic && (enter_bound(consumer_) || enter(consumer_))) {
-      std::optional<T> v = batch_->try_pop();
-      leave(consumer_);
-      return v;
+    if (kind_ == channel_kind::mpmc) return mpmc_->try_pop();
+    if (enter_bound(consumer_) || enter(consumer_)) {
+      bound_operation op{consumer_};
+      return batch_->try_pop();
     }
-    if (kind_ == channel_kind::automatic) {
-      if (std::optional<T> v = pop_left_in_batch()) return v;
-    }
-    return mpmc_->try_pop();
+    return pop_switched<false>();
   }
 
   // Moves up to max items to out, waiting for the first; returns how many
-  // (0: closed and drained).
+  // (0: closed and drained). When a move-assignment to out throws, the items
+  // before it are taken (they are in out) and it stays in the channel, as the
+  // move left it, the next to come out; *moved, when given, is how many went
+  // to out, whether it returns or throws.
   //
   //   std::array<int, 64> buf;
   //   while (std::size_t k = ch.pop_n(buf.begin(), buf.size())) consume(buf.data(), k);
   template <class OutIt>
-  std::size_t pop_n(OutIt out, std::size_t max) {
-    if (kind_ == channel_kind::spsc) return batch_->pop_n(out, max);
-    if (max == 0) return 0;
-    std::optional<T> first = pop();
-    if (!first) return 0;
-    *out = std::move(*first);
-    ++out;
-    std::size_t k = 1;
-    while (k < max) {
-      std::optional<T> v = try_pop();
-      if (!v) break;
-      *out = std::move(*v);
-      ++out;
-      ++k;
+  std::size_t pop_n(OutIt out, std::size_t max, std::size_t* moved = nullptr) {
+    switch (kind_) {
+      case channel_kind::spsc: return batch_->pop_n(out, max, moved);
+      case channel_kind::mpmc: return mpmc_->pop_n(out, max, moved);
+      case channel_kind::automatic: break;
     }
+    std::size_t k = 0;
+    detail::count_report report(moved, k);
+    if (max == 0) return 0;
+    while (enter(consumer_)) {
+      bool end = false;
+      {
+        bound_operation op{consumer_};
+        batch_->take_published(out, max, k);
+        if (k == 0 && batch_->closed()) {
+          batch_->take_published(out, max, k);  // what was published before the close
+          end = true;
+        }
+      }
+      if (k != 0 || end) return k;
+      batch_->wait_for_items_unless([this] { return switched(); });
+    }
+    // On the MPMC queue: what BatchQueue still holds comes first.
+    if (!batch_drained_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> g(switch_lock_);
+      if (!batch_drained_.load(std::memory_order_relaxed)) {
+        batch_->take_published(out, max, k);
+        // Release: pairs with the acquire above; nothing is left.
+        if (!batch_->can_pop()) batch_drained_.store(true, std::memory_order_release);
+      }
+    }
+    mpmc_->pop_into(out, max, k);  // waits only when k is 0
     return k;
   }
 
@@ -244,12 +293,16 @@ class channel {
   // The queue in use now: spsc (BatchQueue) or mpmc.
   //
   //   if (ch.queue_in_use() == mote::channel_kind::spsc) std::puts("BatchQueue");
-  channel_kind queue_in_use() const noexcept {
-    return switched_.load(std::memory_order_acquire) ? channel_kind::mpmc : channel_kind::spsc;
-  }
+  channel_kind queue_in_use() const noexcept { return switched() ? channel_kind::mpmc : channel_kind::spsc; }
   std::size_t capacity() const noexcept { return batch_.has_value() ? batch_->capacity() : mpmc_->capacity(); }
 
  private:
+  // switched_: BatchQueue in use, a switch under way (the switching thread
+  // holds switch_lock_), or the MPMC queue in use.
+  static constexpr std::uint8_t kOnBatch = 0;
+  static constexpr std::uint8_t kSwitching = 1;
+  static constexpr std::uint8_t kSwitched = 2;
+
   // One side of an automatic channel while it runs on BatchQueue: the thread
   // bound to it, and whether that thread is inside an operation now. On a
   // line of its own: the bound thread writes `busy` twice per operation.
@@ -265,8 +318,16 @@ class channel {
     return *batch_;
   }
 
+  // A switch is under way or complete: what a bound thread waiting on
+  // BatchQueue wakes up for (enter() then decides), and queue_in_use().
+  bool switched() const noexcept {
+    // Acquire: pairs with switch_to_mpmc()'s release store of kSwitched.
+    return switched_.load(std::memory_order_acquire) != kOnBatch;
+  }
+
   // Enters an operation on BatchQueue as this side's bound thread; false when
-  // the channel runs (or has just been switched) on the MPMC queue.
+  // the channel runs on the MPMC queue (after waiting for a switch under way
+  // to be complete).
   //
   // The switch is an asymmetric Dekker pair, so the bound thread pays two
   // plain stores and a load per operation: it stores busy = 1, then loads
@@ -276,9 +337,8 @@ class channel {
   // the switch, or its busy store was drained by it and the switching thread
   // waits for the operation to end.
   bool enter(side& s) {
-    // Relaxed: a thread that goes to the MPMC queue needs nothing from the
-    // switch (leftovers in BatchQueue are taken under switch_lock_).
-    if (MOTE_UNLIKELY(switched_.load(std::memory_order_relaxed))) return false;
+    // Relaxed: a hint; on_mpmc() synchronizes with the switch.
+    if (MOTE_UNLIKELY(switched_.load(std::memory_order_relaxed) != kOnBatch)) return on_mpmc();
     const void* me = detail::thread_token();
     const void* owner = s.owner.load(std::memory_order_relaxed);
     if (MOTE_UNLIKELY(owner != me)) {
@@ -290,9 +350,9 @@ class channel {
     }
     s.busy.store(1, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (MOTE_UNLIKELY(switched_.load(std::memory_order_relaxed))) {
+    if (MOTE_UNLIKELY(switched_.load(std::memory_order_relaxed) != kOnBatch)) {
       s.busy.store(0, std::memory_order_release);
-      return false;
+      return on_mpmc();
     }
     return true;
   }
@@ -302,12 +362,31 @@ class channel {
     if (MOTE_UNLIKELY(s.owner.load(std::memory_order_relaxed) != detail::thread_token())) return false;
     s.busy.store(1, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (MOTE_UNLIKELY(switched_.load(std::memory_order_relaxed))) {
+    if (MOTE_UNLIKELY(switched_.load(std::memory_order_relaxed) != kOnBatch)) {
       s.busy.store(0, std::memory_order_release);
       return false;
     }
     return true;
   }
+  // A thread that saw the switch goes to the MPMC queue only once it is
+  // complete: nothing lands there while a bound operation may still be under
+  // way, so a bound consumer that finds BatchQueue closed and empty has the
+  // whole stream. Returns false (for enter()).
+  bool on_mpmc() {
+    // Acquire: pairs with the release store of kSwitched in switch_to_mpmc();
+    // what the switch did happens before what this thread does next.
+    if (switched_.load(std::memory_order_acquire) != kSwitched) {
+      std::lock_guard<std::mutex> g(switch_lock_);  // held by the switching thread until it is done
+    }
+    return false;
+  }
+
+  // An operation on BatchQueue by its bound thread, from a successful
+  // enter(): leaves when it goes out of scope, also when a move throws.
+  struct bound_operation {
+    side& s;
+    ~bound_operation() { leave(s); }
+  };
 
   template <class... A>
   MOTE_NOINLINE void emplace_slow(A&&... a) {
@@ -318,7 +397,7 @@ class channel {
     for (;;) {
       if (!enter(producer_)) break;
       if (bound_try_emplace(std::forward<A>(a)...)) return;
-      batch_->wait_for_space_unless([this] { return switched_.load(std::memory_order_acquire); });
+      batch_->wait_for_space_unless([this] { return switched(); });
       if (batch_->closed()) throw usage_error("mote::channel: push after close()");
     }
     mpmc_->emplace(std::forward<A>(a)...);
@@ -327,29 +406,22 @@ class channel {
   MOTE_NOINLINE std::optional<T> pop_slow() {
     if (kind_ == channel_kind::mpmc) return mpmc_->pop();
     while (enter(consumer_)) {
-      std::optional<T> v = batch_->try_pop();
-      const bool closed = !v && batch_->closed();
-      if (closed) v = batch_->try_pop();
-      leave(consumer_);
-      if (v || closed) return v;
-      batch_->wait_for_items_unless([this] { return switched_.load(std::memory_order_acquire); });
+      {
+        bound_operation op{consumer_};
+        // Closed and empty is the end of the stream (see close()); what was
+        // published before the close comes first.
+        if (batch_->can_pop() || batch_->closed()) return batch_->try_pop();
+      }
+      batch_->wait_for_items_unless([this] { return switched(); });
     }
-    if (std::optional<T> v = pop_left_in_batch()) return v;
-    return mpmc_->pop();
+    return pop_switched<true>();
   }
 
   // The bound producer's push to BatchQueue, between enter() and leave().
   template <class... A>
   MOTE_ALWAYS_INLINE bool bound_try_emplace(A&&... a) {
-    bool pushed = false;
-    try {
-      pushed = batch_->try_emplace(std::forward<A>(a)...);
-    } catch (...) {
-      leave(producer_);
-      throw;
-    }
-    leave(producer_);
-    return pushed;
+    bound_operation op{producer_};
+    return batch_->try_emplace(std::forward<A>(a)...);
   }
 
   static void leave(side& s) noexcept {
@@ -360,8 +432,8 @@ class channel {
 
   void switch_to_mpmc() {
     std::lock_guard<std::mutex> g(switch_lock_);
-    if (switched_.load(std::memory_order_relaxed)) return;
-    switched_.store(true, std::memory_order_relaxed);
+    if (switched_.load(std::memory_order_relaxed) != kOnBatch) return;
+    switched_.store(kSwitching, std::memory_order_relaxed);
     detail::heavy_barrier();
     // The bound threads finish the operation they are in; their next one
     // sees the switch. Acquire: pairs with leave().
@@ -373,21 +445,30 @@ class channel {
     // (taken off its thread's list first), and wake the bound threads that
     // wait on BatchQueue so that they move to the MPMC queue.
     batch_->take_over_flush();
+    // Release: pairs with on_mpmc()'s acquire load; the switch is complete.
+    switched_.store(kSwitched, std::memory_order_release);
     batch_->wake_all();
     detail::note_channel(this, 2);
   }
 
-  // After the switch, what BatchQueue still holds goes first (each
-  // producer's order is kept); its consumer side is shared from now on, so
-  // it is taken under the lock, until it is empty for good.
-  std::optional<T> pop_left_in_batch() {
-    if (batch_drained_.load(std::memory_order_acquire)) return std::nullopt;
-    std::lock_guard<std::mutex> g(switch_lock_);
-    if (batch_drained_.load(std::memory_order_relaxed)) return std::nullopt;
-    if (std::optional<T> v = batch_->try_pop()) return v;
-    // Release: pairs with the acquire above; nothing is left.
-    batch_drained_.store(true, std::memory_order_release);
-    return std::nullopt;
+  // On the MPMC queue (after the switch). What BatchQueue still holds goes
+  // first (each producer's order is kept); its consumer side is shared from
+  // now on, so it is taken under the lock, until it is empty for good.
+  template <bool Wait>
+  std::optional<T> pop_switched() {
+    if (!batch_drained_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> g(switch_lock_);
+      if (!batch_drained_.load(std::memory_order_relaxed)) {
+        if (batch_->can_pop()) return batch_->try_pop();
+        // Release: pairs with the acquire above; nothing is left.
+        batch_drained_.store(true, std::memory_order_release);
+      }
+    }
+    if constexpr (Wait) {
+      return mpmc_->pop();
+    } else {
+      return mpmc_->try_pop();
+    }
   }
 
   channel_kind kind_;
@@ -396,7 +477,7 @@ class channel {
   std::unique_ptr<mpmc_queue<T>> mpmc_;
   side producer_;
   side consumer_;
-  alignas(detail::cache_line) std::atomic<bool> switched_{false};
+  alignas(detail::cache_line) std::atomic<std::uint8_t> switched_{kOnBatch};
   std::atomic<bool> batch_drained_{false};
   std::mutex switch_lock_;
 };

@@ -18,8 +18,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "mote/detail/platform.hpp"
 #include "mote/export.hpp"
@@ -160,6 +164,48 @@ decltype(auto) small_copy(const T& v) noexcept(std::is_trivially_copyable_v<T>) 
     return (v);
   }
 }
+
+// How a pop hands an item over: builds the optional it returns by moving
+// `item` into it, then calls after(true); when that move throws, after(false)
+// and the exception goes on, the item left where it was (as the move left
+// it). The optional is built in the caller's return slot (return the call
+// itself), so no second move can throw once the item has left the queue.
+//
+//   return detail::move_out(*p, [&](bool moved) noexcept { if (moved) { std::destroy_at(p); ++head; } });
+template <class T, class After>
+std::optional<T> move_out(T& item, After&& after) {
+  if constexpr (std::is_nothrow_move_constructible_v<T>) {
+    struct finish {
+      After& after;
+      ~finish() { after(true); }
+    } f{after};
+    return std::optional<T>(std::in_place, std::move(item));
+  } else {
+    struct finish {
+      After& after;
+      int unwinding = std::uncaught_exceptions();
+      ~finish() { after(std::uncaught_exceptions() == unwinding); }
+    } f{after};
+    return std::optional<T>(std::in_place, std::move(item));
+  }
+}
+
+// What a bulk operation (push_n, pop_n) reports through its optional count
+// argument: the items moved so far, written when the operation returns and
+// also when a move, a wait or a closed queue ends it with an exception.
+class count_report {
+ public:
+  count_report(std::size_t* to, const std::size_t& moved) noexcept : to_(to), moved_(moved) {}
+  ~count_report() {
+    if (to_ != nullptr) *to_ = moved_;
+  }
+  count_report(const count_report&) = delete;
+  count_report& operator=(const count_report&) = delete;
+
+ private:
+  std::size_t* to_;
+  const std::size_t& moved_;
+};
 
 // Counts a channel's queue for MOTE_STATS and marks it in the trace:
 // 0 BatchQueue, 1 MPMC queue, 2 switched to MPMC (src/queues/channel.cpp).

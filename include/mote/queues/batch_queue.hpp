@@ -131,29 +131,37 @@ class batch_queue : private detail::pending_batch {
   }
 
   // Pushes n items from first on (moving them), waiting for space as push().
+  // When a move throws (or the queue is closed), the items before it are
+  // pushed, and it and the ones after it are not (still the caller's, as the
+  // move left them); *pushed, when given, is how many were pushed, whether
+  // it returns or throws.
   //
-  //   q.push_n(block.begin(), block.size());
+  //   std::size_t pushed = 0;
+  //   try { q.push_n(block.begin(), block.size(), &pushed); }
+  //   catch (...) { keep(block.begin() + pushed, block.end()); throw; }
   template <class It>
-  void push_n(It first, std::size_t n) {
-    while (n != 0) {
+  void push_n(It first, std::size_t n, std::size_t* pushed = nullptr) {
+    std::size_t k = 0;
+    detail::count_report report(pushed, k);
+    while (k < n) {
       if (pn_ == ppub_ && !open_batch()) {
         wait_for_space();
         continue;
       }
       // A run into the half being filled: the position stays in a register
       // (one at a time, it goes through memory on every push).
-      const std::uint32_t run = static_cast<std::uint32_t>(std::min<std::size_t>(n, phalf_ - pn_));
+      const std::uint32_t run = static_cast<std::uint32_t>(std::min<std::size_t>(n - k, phalf_ - pn_));
       T* p = pslots_ + pn_;
       std::uint32_t done = 0;
       try {
         for (; done < run; ++done, ++first) std::construct_at(p + done, std::move(*first));
       } catch (...) {
-        pn_ += done;  // what was built is in
-        if (pn_ == phalf_) publish_full();
+        pn_ += done;  // what was built is in (the half has room for the item that threw)
+        k += done;
         throw;
       }
       pn_ += run;
-      n -= run;
+      k += run;
       if (pn_ == phalf_) publish_full();
     }
   }
@@ -202,20 +210,22 @@ class batch_queue : private detail::pending_batch {
 
   // ---- Consumer ------------------------------------------------------------
 
-  // The oldest published item, or nullopt when none is published now.
+  // The oldest published item, or nullopt when none is published now. When
+  // moving the item out throws, it stays the oldest.
   //
   //   if (auto v = q.try_pop()) use(*v);
   std::optional<T> try_pop() {
-    if (cn_ == cm_ && !take_more()) return std::nullopt;
+    if (!can_pop()) return std::nullopt;
     T* p = cslots_ + cn_;
-    std::optional<T> v(std::move(*p));
-    std::destroy_at(p);
-    if (++cn_ == chalf_) {
-      give_back();
-    } else if ((cn_ & (kPerLine - 1)) == 0 && cn_ + kAheadItems < cm_) {
-      prefetch_read(cslots_ + cn_ + kAheadItems);
-    }
-    return v;
+    return detail::move_out(*p, [this, p](bool moved) noexcept {
+      if (!moved) return;
+      std::destroy_at(p);
+      if (++cn_ == chalf_) {
+        give_back();
+      } else if ((cn_ & (kPerLine - 1)) == 0 && cn_ + kAheadItems < cm_) {
+        prefetch_read(cslots_ + cn_ + kAheadItems);
+      }
+    });
   }
 
   // The oldest item, waiting for one (spins, then sleeps); nullopt once the
@@ -224,41 +234,34 @@ class batch_queue : private detail::pending_batch {
   //   while (auto v = q.pop()) use(*v);
   std::optional<T> pop() {
     for (;;) {
-      if (auto v = try_pop()) return v;
+      if (can_pop()) return try_pop();
       if (closed()) return try_pop();  // what was published before close
       wait_for_items();
     }
   }
 
   // Moves up to max items to out, waiting for the first one; returns how
-  // many (0: closed and drained).
+  // many (0: closed and drained). When a move-assignment to out throws, the
+  // items before it are taken (they are in out) and it stays the oldest
+  // item of the queue, as the move left it; *moved, when given, is how many
+  // went to out, whether it returns or throws.
   //
   //   std::vector<int> got(64);
   //   std::size_t k = q.pop_n(got.begin(), got.size());
   template <class OutIt>
-  std::size_t pop_n(OutIt out, std::size_t max) {
+  std::size_t pop_n(OutIt out, std::size_t max, std::size_t* moved = nullptr) {
     std::size_t k = 0;
-    while (k < max) {
-      if (cn_ == cm_ && !take_more()) {
-        if (k != 0) break;
-        if (closed()) {
-          if (take_more()) continue;
-          break;
-        }
-        wait_for_items();
-        continue;
+    detail::count_report report(moved, k);
+    if (max == 0) return 0;
+    for (;;) {
+      take_published(out, max, k);
+      if (k != 0) return k;
+      if (closed()) {
+        take_published(out, max, k);  // what was published before close
+        return k;
       }
-      const std::size_t run = std::min<std::size_t>(max - k, cm_ - cn_);
-      T* p = cslots_ + cn_;
-      for (std::size_t i = 0; i < run; ++i, ++out) {
-        *out = std::move(p[i]);
-        std::destroy_at(p + i);
-      }
-      k += run;
-      cn_ += static_cast<std::uint32_t>(run);
-      if (cn_ == chalf_) give_back();
+      wait_for_items();
     }
-    return k;
   }
 
   // Zero-copy reading: the published items the consumer may read in place
@@ -269,7 +272,7 @@ class batch_queue : private detail::pending_batch {
   //   for (const auto& v : s) use(v);
   //   q.consume(s.size());
   std::span<T> read_span() {
-    if (cn_ == cm_ && !take_more()) return {};
+    if (!can_pop()) return {};
     return {cslots_ + cn_, cm_ - cn_};
   }
   void consume(std::size_t k) noexcept {
@@ -291,12 +294,6 @@ class batch_queue : private detail::pending_batch {
   void take_over_flush() noexcept {
     delist();
     if (pn_ != ppub_) publish_partial();
-  }
-  void close_taken_over() noexcept {
-    take_over_flush();
-    closed_.store(true, std::memory_order_release);
-    detail::notify(not_empty_);
-    detail::notify(not_full_);
   }
   void wake_all() noexcept {
     detail::notify(not_empty_);
@@ -436,6 +433,35 @@ class batch_queue : private detail::pending_batch {
     ppub_ = 0;
   }
   void publish_pending() noexcept override { flush(); }
+
+  // Consumer: an item is published and not taken yet.
+  bool can_pop() noexcept { return cn_ != cm_ || take_more(); }
+
+  // Consumer: moves the items published now to out while k < max, counting
+  // them in k (pop_n, and a channel's). When a move-assignment throws, the
+  // items before it are taken (cn_ covers exactly them) and it stays the
+  // oldest, as the move left it.
+  template <class OutIt>
+  void take_published(OutIt& out, std::size_t max, std::size_t& k) {
+    while (k < max && can_pop()) {
+      const std::uint32_t run = static_cast<std::uint32_t>(std::min<std::size_t>(max - k, cm_ - cn_));
+      T* p = cslots_ + cn_;
+      std::uint32_t i = 0;
+      try {
+        for (; i < run; ++i, ++out) {
+          *out = std::move(p[i]);
+          std::destroy_at(p + i);
+        }
+      } catch (...) {
+        cn_ += i;  // item i is still in its slot, so the half is not done
+        k += i;
+        throw;
+      }
+      cn_ += run;
+      k += run;
+      if (cn_ == chalf_) give_back();
+    }
+  }
 
   // Looks for newly published items of batch cb_ (the first look at a batch
   // sets it up). True when there are some.

@@ -12,6 +12,10 @@
 // and a claim are ordered by that one word: a push either lands before the
 // close (and will be popped) or throws.
 //
+// A consumer's claim cannot be given back either: when moving an item out
+// of its cell throws, the item stays in the cell, set aside, and the next
+// pop (by any consumer) takes it before the item at the head.
+//
 //   mote::mpmc_queue<Job> q(1024);               // capacity rounds up to a power of 2
 //   // producers:  q.push(job);                   consumers:  while (auto j = q.pop()) run(*j);
 //   // when every producer is done:  q.close();
@@ -35,6 +39,9 @@
 #include "mote/error.hpp"
 
 namespace mote {
+
+template <class T>
+class channel;
 
 template <class T>
 class mpmc_queue {
@@ -63,6 +70,11 @@ class mpmc_queue {
     for (std::uint64_t p = deq_.load(std::memory_order_relaxed); p < end; ++p) {
       cell& c = at(p);
       if (c.seq.load(std::memory_order_acquire) == p + 1 && !c.hole) std::destroy_at(c.item());
+    }
+    if (set_aside_count_.load(std::memory_order_acquire) != 0) {
+      for (std::size_t i = 0; i <= mask_; ++i) {
+        if (cells_[i].set_aside.load(std::memory_order_acquire)) std::destroy_at(cells_[i].item());
+      }
     }
     std::destroy_n(cells_, mask_ + 1);
     ::operator delete(cells_, std::align_val_t{alignof(cell)});
@@ -116,12 +128,20 @@ class mpmc_queue {
     }
   }
 
-  // Pushes n items from first on (moved), waiting for space.
+  // Pushes n items from first on (moved), waiting for space. When a move
+  // throws (or close() comes), the items before it are pushed, and it and
+  // the ones after it are not (still the caller's, as the move left them);
+  // *pushed, when given, is how many were pushed, whether it returns or
+  // throws.
   //
-  //   q.push_n(jobs.begin(), jobs.size());
+  //   std::size_t pushed = 0;
+  //   try { q.push_n(jobs.begin(), jobs.size(), &pushed); }
+  //   catch (...) { run_here(jobs.begin() + pushed, jobs.end()); }
   template <class It>
-  void push_n(It first, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i, ++first) emplace(std::move(*first));
+  void push_n(It first, std::size_t n, std::size_t* pushed = nullptr) {
+    std::size_t k = 0;
+    detail::count_report report(pushed, k);
+    for (; k < n; ++k, ++first) emplace(std::move(*first));
   }
 
   // Nothing to publish: every push is visible when it returns. Here so that
@@ -143,86 +163,64 @@ class mpmc_queue {
 
   // ---- Consumers -------------------------------------------------------------
 
-  // The oldest item whose push has finished, if it is the next in line.
+  // The oldest item whose push has finished, if it is the next in line (an
+  // item set aside by a pop that threw comes first). When moving the item
+  // out throws, it is set aside for the next pop.
   //
   //   if (auto j = q.try_pop()) run(*j);
   std::optional<T> try_pop() {
-    for (;;) {
-      std::uint64_t pos = deq_.load(std::memory_order_relaxed);
-      cell* c;
-      for (;;) {
-        c = &at(pos);
-        // Acquire: pairs with fill()'s release store: the item is built.
-        const std::uint64_t seq = c->seq.load(std::memory_order_acquire);
-        const auto dif = static_cast<std::int64_t>(seq - (pos + 1));
-        if (dif == 0) {
-          if (deq_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
-        } else if (dif < 0) {
-          return std::nullopt;  // empty, or its producer is still building it
-        } else {
-          pos = deq_.load(std::memory_order_relaxed);
-        }
-      }
-      if (MOTE_UNLIKELY(c->hole)) {  // a push whose item failed to build
-        release(*c, pos);
-        continue;
-      }
-      struct give_back {
-        mpmc_queue* q;
-        cell* c;
-        std::uint64_t pos;
-        ~give_back() {
-          std::destroy_at(c->item());
-          q->release(*c, pos);
-        }
-      } g{this, c, pos};
-      return std::optional<T>(std::move(*c->item()));
-    }
+    cell* c;
+    std::uint64_t pos;
+    if (!claim(c, pos)) return std::nullopt;
+    return take(*c, pos);
   }
 
   // The oldest item, waiting for one; nullopt once the queue is closed and
-  // every item pushed before the close was taken.
+  // every item pushed before the close was taken. While a producer that
+  // claimed a position before the close still builds its item, this waits
+  // for it as for any item (spins, then sleeps).
   //
   //   while (auto j = q.pop()) run(*j);
   std::optional<T> pop() {
     for (;;) {
-      if (std::optional<T> v = try_pop()) return v;
+      cell* c;
+      std::uint64_t pos;
+      if (claim(c, pos)) return take(*c, pos);
       if (drained()) return std::nullopt;
-      detail::wait_until(not_empty_, [this] {
-        const std::uint64_t p = deq_.load(std::memory_order_acquire);
-        return at(p).seq.load(std::memory_order_acquire) == p + 1 ||
-               (enq_.load(std::memory_order_acquire) & kClosed) != 0;
-      });
+      wait_for_items();
     }
   }
 
   // Moves up to max items to out, waiting for the first; returns how many
-  // (0: closed and drained).
+  // (0: closed and drained). When a move-assignment to out throws, the items
+  // before it are taken (they are in out) and it is set aside in the queue,
+  // as the move left it, for the next pop; *moved, when given, is how many
+  // went to out, whether it returns or throws.
   //
   //   std::array<Job, 16> buf;
   //   std::size_t k = q.pop_n(buf.begin(), buf.size());
   template <class OutIt>
-  std::size_t pop_n(OutIt out, std::size_t max) {
-    if (max == 0) return 0;
-    std::optional<T> v = pop();
+  std::size_t pop_n(OutIt out, std::size_t max, std::size_t* moved = nullptr) {
     std::size_t k = 0;
-    while (v) {
-      *out = std::move(*v);
-      ++out;
-      if (++k == max) break;
-      v = try_pop();
-    }
+    detail::count_report report(moved, k);
+    pop_into(out, max, k);
     return k;
   }
 
   std::size_t capacity() const noexcept { return mask_ + 1; }
 
  private:
+  template <class>
+  friend class channel;
+
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 63;
 
   struct cell {
     std::atomic<std::uint64_t> seq{0};
     bool hole = false;  // claimed, but the item's constructor threw
+    // Claimed by a consumer whose move out of it threw: the item waits here
+    // for the next pop (claim_set_aside()).
+    std::atomic<bool> set_aside{false};
     alignas(T) unsigned char storage[sizeof(T)];
     T* item() noexcept { return std::launder(reinterpret_cast<T*>(storage)); }
   };
@@ -262,15 +260,138 @@ class mpmc_queue {
     detail::notify(not_full_);
   }
 
-  // Closed, and every claimed position taken. A claim made before the close
-  // is counted in enq_ and waited for, built or not yet.
+  // A consumer's claim on the oldest item: one set aside first, else the
+  // item at the head (holes skipped). False when there is none now: empty,
+  // or the producer of the head position still builds its item.
+  bool claim(cell*& c, std::uint64_t& pos) noexcept {
+    // Relaxed: a hint; claim_set_aside() synchronizes.
+    if (MOTE_UNLIKELY(set_aside_count_.load(std::memory_order_relaxed) != 0) && claim_set_aside(c, pos)) return true;
+    for (;;) {
+      pos = deq_.load(std::memory_order_relaxed);
+      for (;;) {
+        c = &at(pos);
+        // Acquire: pairs with publish()'s release store: the item is built.
+        const std::uint64_t seq = c->seq.load(std::memory_order_acquire);
+        const auto dif = static_cast<std::int64_t>(seq - (pos + 1));
+        if (dif == 0) {
+          // Relaxed: the claim orders nothing; the cell's sequence does.
+          if (deq_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+        } else if (dif < 0) {
+          return false;  // empty, or its producer is still building it
+        } else {
+          pos = deq_.load(std::memory_order_relaxed);
+        }
+      }
+      if (MOTE_LIKELY(!c->hole)) return true;
+      release(*c, pos);  // a push whose item failed to build
+    }
+  }
+
+  // Takes one of the items set aside, if there is one.
+  bool claim_set_aside(cell*& c, std::uint64_t& pos) noexcept {
+    // Reserve one first. Acquire: pairs with set_aside()'s release
+    // fetch_add (the RMWs between are in its release sequence), so the flag
+    // it raised before is visible below.
+    std::uint64_t n = set_aside_count_.load(std::memory_order_relaxed);
+    do {
+      if (n == 0) return false;
+    } while (!set_aside_count_.compare_exchange_weak(n, n - 1, std::memory_order_acquire, std::memory_order_relaxed));
+    // Every reservation has a raised flag of its own (a flag goes up before
+    // its count, and comes down only after a reservation), so the scan ends.
+    // A set-aside cell lies within one lap before deq_: its position holds
+    // the next lap's producer back. From at(deq_) on, that is oldest first.
+    for (std::uint64_t p = deq_.load(std::memory_order_relaxed);; ++p) {
+      cell& x = at(p);
+      bool raised = true;
+      // Acquire: pairs with set_aside()'s release store; the item, as the
+      // failed move left it, is ours.
+      if (x.set_aside.load(std::memory_order_relaxed) &&
+          x.set_aside.compare_exchange_strong(raised, false, std::memory_order_acquire, std::memory_order_relaxed)) {
+        c = &x;
+        // Relaxed: the value its producer published (seen by the consumer
+        // that set it aside, before its release above); nobody changes it
+        // while the cell is claimed.
+        pos = x.seq.load(std::memory_order_relaxed) - 1;
+        return true;
+      }
+    }
+  }
+
+  // Moves the item of a claimed cell into the optional a pop returns; then
+  // the cell goes to the next lap's producer, or, when the move throws, the
+  // item is set aside for the next pop.
+  std::optional<T> take(cell& c, std::uint64_t pos) {
+    return detail::move_out(*c.item(), [this, &c, pos](bool moved) noexcept {
+      if (moved) {
+        std::destroy_at(c.item());
+        release(c, pos);
+      } else {
+        set_aside(c);
+      }
+    });
+  }
+
+  // Moves items to out while k < max, counting them in k; waits for the
+  // first only when k is 0 (pop_n, and a channel's).
+  template <class OutIt>
+  void pop_into(OutIt& out, std::size_t max, std::size_t& k) {
+    while (k < max) {
+      cell* c;
+      std::uint64_t pos;
+      if (!claim(c, pos)) {
+        if (k != 0 || drained()) return;
+        wait_for_items();
+        continue;
+      }
+      try {
+        *out = std::move(*c->item());
+      } catch (...) {
+        set_aside(*c);
+        throw;
+      }
+      std::destroy_at(c->item());
+      release(*c, pos);
+      ++k;
+      ++out;
+    }
+  }
+
+  void set_aside(cell& c) noexcept {
+    // Release: pairs with the acquire CAS in claim_set_aside(); the item,
+    // as the failed move left it, is seen by the consumer that takes it.
+    c.set_aside.store(true, std::memory_order_release);
+    // Release: pairs with the acquire CAS on set_aside_count_ there (the
+    // flag above is up before the count that sends a consumer to look).
+    set_aside_count_.fetch_add(1, std::memory_order_release);
+    detail::notify(not_empty_);
+  }
+
+  // A consumer may go on: the head position's item (or hole) is published,
+  // an item is set aside, or the queue is closed and drained.
+  void wait_for_items() {
+    detail::wait_until(not_empty_, [this] {
+      // Acquire: pairs with the release stores of publish() and set_aside()
+      // (and, in drained(), with close()), whose wake-ups this waits for.
+      const std::uint64_t p = deq_.load(std::memory_order_acquire);
+      return at(p).seq.load(std::memory_order_acquire) == p + 1 ||
+             set_aside_count_.load(std::memory_order_acquire) != 0 || drained();
+    });
+  }
+
+  // Closed, every claimed position taken, and nothing set aside. A claim
+  // made before the close is counted in enq_ and waited for, built or not
+  // yet.
   bool drained() const noexcept {
     const std::uint64_t e = enq_.load(std::memory_order_acquire);
-    return (e & kClosed) != 0 && deq_.load(std::memory_order_acquire) >= (e & ~kClosed);
+    return (e & kClosed) != 0 && deq_.load(std::memory_order_acquire) >= (e & ~kClosed) &&
+           set_aside_count_.load(std::memory_order_acquire) == 0;
   }
 
   alignas(detail::cache_line) std::atomic<std::uint64_t> enq_{0};  // positions claimed | kClosed
   alignas(detail::cache_line) std::atomic<std::uint64_t> deq_{0};  // positions taken
+  // Cells whose flag set_aside is up, less the ones a consumer has reserved;
+  // on the consumers' line, read by every claim.
+  std::atomic<std::uint64_t> set_aside_count_{0};
   alignas(detail::cache_line) cell* cells_ = nullptr;
   std::size_t mask_ = 0;
   detail::wait_point not_empty_;

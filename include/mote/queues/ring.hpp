@@ -85,10 +85,7 @@ class spsc_ring {
     const std::uint64_t t = ptail_;
     if (!room_for(1)) return false;
     std::construct_at(slot_p(t), std::forward<A>(a)...);
-    ptail_ = t + 1;
-    // Release: the item is built before the consumer's acquire load of tail_.
-    tail_.store(t + 1, std::memory_order_release);
-    detail::notify(not_empty_);
+    publish(t + 1);
     return true;
   }
 
@@ -102,35 +99,39 @@ class spsc_ring {
     while (!try_emplace(std::forward<A>(a)...)) wait_for_space();
   }
 
-  // Pushes n items from first on (moved): one index store per run of free
-  // slots, not one per item.
+  // Pushes n items from first on (moved), waiting for space as push(): one
+  // index store per run of free slots, not one per item. When a move throws
+  // (or close() ends the wait), the items before it are pushed, and it and
+  // the ones after it are not (still the caller's, as the move left them);
+  // *pushed, when given, is how many were pushed, whether it returns or
+  // throws.
   //
-  //   q.push_n(block.begin(), block.size());
+  //   std::size_t pushed = 0;
+  //   try { q.push_n(block.begin(), block.size(), &pushed); }
+  //   catch (...) { keep(block.begin() + pushed, block.end()); throw; }
   template <class It>
-  void push_n(It first, std::size_t n) {
-    while (n != 0) {
+  void push_n(It first, std::size_t n, std::size_t* pushed = nullptr) {
+    std::size_t k = 0;
+    detail::count_report report(pushed, k);
+    while (k < n) {
       if (MOTE_UNLIKELY(closed_.load(std::memory_order_relaxed))) throw_closed();
       const std::size_t free = free_slots();
       if (free == 0) {
         wait_for_space();
         continue;
       }
-      const std::size_t run = std::min(n, free);
+      const std::size_t run = std::min(n - k, free);
       const std::uint64_t t = ptail_;
       std::size_t done = 0;
       try {
         for (; done < run; ++done, ++first) std::construct_at(slot_p(t + done), std::move(*first));
       } catch (...) {
-        ptail_ = t + done;
-        tail_.store(ptail_, std::memory_order_release);
-        detail::notify(not_empty_);
+        publish(t + done);  // what was built is in
+        k += done;
         throw;
       }
-      ptail_ = t + run;
-      // Release: as in try_emplace().
-      tail_.store(ptail_, std::memory_order_release);
-      detail::notify(not_empty_);
-      n -= run;
+      publish(t + run);
+      k += run;
     }
   }
 
@@ -152,17 +153,19 @@ class spsc_ring {
 
   // ---- Consumer ------------------------------------------------------------
 
-  // The oldest item, or nullopt when the ring is empty now.
+  // The oldest item, or nullopt when the ring is empty now. When moving the
+  // item out throws, it stays the oldest.
   //
   //   if (auto v = q.try_pop()) use(*v);
   std::optional<T> try_pop() {
     if (available(1) == 0) return std::nullopt;
     const std::uint64_t h = chead_;
     T* p = slot_c(h);
-    std::optional<T> v(std::move(*p));
-    std::destroy_at(p);
-    advance(h + 1);
-    return v;
+    return detail::move_out(*p, [this, h, p](bool moved) noexcept {
+      if (!moved) return;
+      std::destroy_at(p);
+      advance(h + 1);
+    });
   }
 
   // The oldest item, waiting for one; nullopt once the ring is closed and
@@ -171,18 +174,24 @@ class spsc_ring {
   //   while (auto v = q.pop()) use(*v);
   std::optional<T> pop() {
     for (;;) {
-      if (std::optional<T> v = try_pop()) return v;
+      if (available(1) != 0) return try_pop();
       if (closed()) return try_pop();  // what was pushed before close
       wait_for_items();
     }
   }
 
   // Moves up to max items to out, waiting for the first; returns how many
-  // (0: closed and empty). One index store for the whole run.
+  // (0: closed and empty). One index store for the whole run. When a
+  // move-assignment to out throws, the items before it are taken (they are
+  // in out) and it stays the oldest item of the ring, as the move left it;
+  // *moved, when given, is how many went to out, whether it returns or
+  // throws.
   //
   //   std::size_t k = q.pop_n(buf.begin(), buf.size());
   template <class OutIt>
-  std::size_t pop_n(OutIt out, std::size_t max) {
+  std::size_t pop_n(OutIt out, std::size_t max, std::size_t* moved = nullptr) {
+    std::size_t k = 0;
+    detail::count_report report(moved, k);
     if (max == 0) return 0;
     std::size_t ready = available(max);
     while (ready == 0) {
@@ -195,13 +204,18 @@ class spsc_ring {
       ready = available(max);
     }
     const std::uint64_t h = chead_;
-    for (std::size_t i = 0; i < ready; ++i, ++out) {
-      T* p = slot_c(h + i);
-      *out = std::move(*p);
-      std::destroy_at(p);
+    try {
+      for (; k < ready; ++k, ++out) {
+        T* p = slot_c(h + k);
+        *out = std::move(*p);
+        std::destroy_at(p);
+      }
+    } catch (...) {
+      advance(h + k);  // exactly the items handed over
+      throw;
     }
     advance(h + ready);
-    return ready;
+    return k;
   }
 
   std::size_t capacity() const noexcept { return mask_ + 1; }
@@ -231,6 +245,12 @@ class spsc_ring {
     }
   }
   bool room_for(std::size_t) noexcept { return free_slots() != 0; }
+  void publish(std::uint64_t t) noexcept {
+    ptail_ = t;
+    // Release: the items are built before the consumer's acquire load of tail_.
+    tail_.store(t, std::memory_order_release);
+    detail::notify(not_empty_);
+  }
 
   // Consumer: items ready, up to max.
   std::size_t available(std::size_t max) noexcept {
