@@ -660,6 +660,69 @@ TEST(AdaptiveJoin, EveryPairIsCountedAtItsSite) {
   EXPECT_GT(pairs.inlined(), 0u);  // a new site's first pair runs in place, timed
 }
 
+// join offers parallelism and never promises it: a new site's first pair runs
+// in place, f then g on the calling worker, however many workers are idle
+// (docs/adaptive.md, "A new site's first pair runs in place"). A pair whose f
+// waited for g would hang here at once; this holds the rule in place.
+TEST(AdaptiveJoin, ANewSitesFirstPairRunsInPlaceFThenG) {
+  constexpr int kSites = 8;
+  // Sites are static objects (site.hpp): these outlive the runtime, whose
+  // workers' models flush their counts into them when it ends.
+  static mote::site fresh[kSites] = {mote::site{"first pair 0"}, mote::site{"first pair 1"},
+                                     mote::site{"first pair 2"}, mote::site{"first pair 3"},
+                                     mote::site{"first pair 4"}, mote::site{"first pair 5"},
+                                     mote::site{"first pair 6"}, mote::site{"first pair 7"}};
+  std::uint64_t before = 0;
+  for (const auto& s : fresh) before += s.inlined() + s.offloaded();
+  {
+    mote::runtime rt(adaptive_workers(2));
+    for (auto& site : fresh) {
+      struct seen {
+        const void* thread = nullptr;
+        bool other_done = false;
+      };
+      seen f_saw, g_saw;
+      std::atomic<bool> f_done{false}, g_done{false};
+      rt.run([&] {
+        const void* me = mote::detail::thread_token();
+        mote::join(
+            site,
+            [&] {
+              f_saw = {mote::detail::thread_token(), g_done.load()};
+              f_done.store(true);
+            },
+            [&] {
+              g_saw = {mote::detail::thread_token(), f_done.load()};
+              g_done.store(true);
+            });
+        EXPECT_EQ(f_saw.thread, me);
+        EXPECT_EQ(g_saw.thread, me);  // g ran here ...
+        EXPECT_FALSE(f_saw.other_done);
+        EXPECT_TRUE(g_saw.other_done);  // ... after f returned
+      });
+    }
+  }
+  std::uint64_t inlined = 0, total = 0;
+  for (const auto& s : fresh) {
+    inlined += s.inlined();
+    total += s.inlined() + s.offloaded();
+  }
+  EXPECT_EQ(total - before, static_cast<std::uint64_t>(kSites));
+  EXPECT_EQ(inlined, total);  // one pair each, every one in place
+}
+
+// Without adaptive mode, too, g may run after f on f's thread: on one worker
+// nobody else can take it.
+TEST(AdaptiveJoin, PlainJoinOnOneWorkerRunsFThenGInPlace) {
+  mote::runtime rt(mote_test::workers(1));
+  std::atomic<bool> f_done{false};
+  bool g_saw_f_done = false;
+  rt.run([&] {
+    mote::join([&] { f_done.store(true); }, [&] { g_saw_f_done = f_done.load(); });
+  });
+  EXPECT_TRUE(g_saw_f_done);
+}
+
 TEST(AdaptiveJoin, OffTakesThePlainPath) {
   static mote::site off_site{"off pairs"};
   mote::runtime_options o = mote_test::workers(2);

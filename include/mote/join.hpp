@@ -372,7 +372,14 @@ MOTE_NOINLINE auto join_outside(F& f, G& g, site* s = nullptr) {
 // runtime and blocks until done; on an assistant thread it runs f, then g,
 // right there. Under runtime_options::adaptive (MOTE_ADAPTIVE=1), a pair
 // whose call site (g's closure type) is short against the measured cost of
-// handing g to another worker runs in place, f then g (docs/adaptive.md).
+// handing g to another worker runs in place, f then g (docs/adaptive.md); so
+// does a site's first pair, which measures how long its pairs are.
+//
+// join offers parallelism and never promises it (as oneTBB's
+// parallel_invoke and Cilk's spawn): g may run after f, on the same thread,
+// on any runtime (always on one worker; whenever no worker takes g; on an
+// adaptive site's first call). f must not wait for something that only g
+// does; two pieces that must run at the same time need threads of their own.
 //
 //   int fib(int n) {
 //     if (n < 2) return n;
