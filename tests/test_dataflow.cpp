@@ -349,6 +349,41 @@ TEST(Dataflow, NestedScopesAreChildrenOfTheirTask) {
   });
 }
 
+// A task of another group that a data-flow body's wait runs on the body's
+// worker is not inside the body: a scope it makes is top-level there, as it
+// is on any other worker (on one worker it always runs there).
+TEST(Dataflow, AScopeMadeInATaskRunDuringABodysWaitIsTopLevel) {
+  for (unsigned n : {1u, 2u}) {
+    mote::runtime rt(workers(n));
+    rt.run([n] {
+      long a = 0, b = 0;
+      int top_level = 0;
+      const int rounds = 20;
+      mote::dataflow df;
+      for (int r = 0; r < rounds; ++r) {
+        df.spawn(mote::inout(a), [&] {
+          mote::task_group g;
+          g.spawn([&] {
+            mote::dataflow other;  // b is no access of the body's: fine only at top level
+            try {
+              other.spawn(mote::inout(b), [&] { ++b; });
+              other.wait();
+              ++top_level;  // under the body's inout(a): only the group's tasks touch it
+            } catch (const mote::usage_error&) {
+            }
+          });
+          g.wait();
+          ++a;
+        });
+      }
+      df.wait();
+      EXPECT_EQ(a, rounds) << n << " workers";
+      EXPECT_EQ(top_level, rounds) << n << " workers";
+      EXPECT_EQ(b, rounds) << n << " workers";
+    });
+  }
+}
+
 TEST(Dataflow, ANestedAccessOutsideItsParentIsReported) {
   mote::runtime rt(workers(2));
   rt.run([] {

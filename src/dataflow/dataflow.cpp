@@ -882,7 +882,13 @@ void dataflow::construct() {
   const detail::worker* w = detail::current_worker;
   spawner_group_ = w != nullptr ? w->current_group() : nullptr;
   spawner_loop_depth_ = w != nullptr ? w->loop_depth() : 0;
-  parent_ = (cur != nullptr && cur->scope->runtime_ == runtime_) ? cur : nullptr;
+  // Nested in the innermost data-flow body this thread runs, if this frame is
+  // that body's (or a loop body of it, which runs in its group on every
+  // worker): not when a task of another group started on top of it since,
+  // such as a task that the body's wait for a task_group ran here. Such a
+  // task, run on any other worker, sees no data-flow task at all.
+  const bool in_body = cur != nullptr && (w == nullptr || w->current_group() == &cur->scope->group_);
+  parent_ = (in_body && cur->scope->runtime_ == runtime_) ? cur : nullptr;
 }
 
 std::exception_ptr dataflow::finish_wait(task_group_status* status) {
