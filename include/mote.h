@@ -260,8 +260,13 @@ MOTE_C_API int mote_assistant_cpu(const mote_assistant* a);
  * only (MOTE_ENOTOWNER, and nothing freed, from another thread). */
 MOTE_C_API mote_status mote_assistant_destroy(mote_assistant* a);
 
-/* A fixed description of a status code. Never NULL. */
-MOTE_C_API const char* mote_strerror(mote_status status);
+/* A fixed description of a status code (a mote_status, taken as an int so
+ * that any value a C caller passes is defined: "unknown status" for one that
+ * names no status). Never NULL.
+ *
+ *   fprintf(stderr, "%s: %s\n", mote_strerror(st), mote_last_error());
+ */
+MOTE_C_API const char* mote_strerror(int status);
 /* The detailed message of the last error on this thread ("" if none). */
 MOTE_C_API const char* mote_last_error(void);
 

@@ -528,7 +528,7 @@ MOTE_C_API mote_status mote_assistant_destroy(mote_assistant* a) {
   return MOTE_OK;
 }
 
-MOTE_C_API const char* mote_strerror(mote_status status) {
+MOTE_C_API const char* mote_strerror(int status) {
   switch (status) {
     case MOTE_OK:
       return "success";
