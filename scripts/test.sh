@@ -123,7 +123,10 @@ for stage in $stages; do
   fi
   echo "===== stage $stage ($((SECONDS - start)) s so far)"
   stage_start=$SECONDS
-  if "$root/scripts/test.sh" --stage "$stage"; then
+  # Each stage's output is kept (build/test-logs/), so that the summary at the
+  # end can name what failed: a CI log is often read from its tail only.
+  mkdir -p "$root/build/test-logs"
+  if "$root/scripts/test.sh" --stage "$stage" 2>&1 | tee "$root/build/test-logs/$stage.log"; then
     passed+=("$stage")
     echo "===== stage $stage passed in $((SECONDS - stage_start)) s"
   else
@@ -136,6 +139,15 @@ elapsed=$((SECONDS - start))
 if [[ ${#failed[@]} -eq 0 ]]; then
   echo "test.sh: PASS (${passed[*]}) in ${elapsed} s"
 else
+  # What failed, once more at the very end: each failed stage's failing tests
+  # and the first lines of the first sanitizer or test-failure report.
+  for stage in "${failed[@]}"; do
+    log="$root/build/test-logs/$stage.log"
+    echo "----- stage $stage: what failed"
+    grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Child aborted|Exception|Not Run)\)' "$log" | sort -u || true
+    grep -m1 -A24 -E '^(WARNING: ThreadSanitizer|==[0-9]+==ERROR|.*runtime error:|.*: Failure$)' "$log" || true
+    grep -m3 -E 'SUMMARY: |error:|FAILED' "$log" || true
+  done
   echo "test.sh: FAIL (failed: ${failed[*]}; passed: ${passed[*]:-none}) in ${elapsed} s"
   exit 1
 fi

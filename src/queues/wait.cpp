@@ -188,7 +188,11 @@ pending_list* take_list() {
 }  // namespace
 
 struct pending_batch_access {
-  static void clear(pending_batch& p) noexcept { p.list_.store(nullptr, std::memory_order_relaxed); }
+  // Release: the thread's last publication of p (publish_pending, just
+  // before) happens before a delist() on another thread that reads null with
+  // its acquire load and then reads p's producer fields (a channel taking
+  // over the producer: batch_queue::take_over_flush).
+  static void clear(pending_batch& p) noexcept { p.list_.store(nullptr, std::memory_order_release); }
 };
 
 namespace {
@@ -247,7 +251,9 @@ void pending_batch::delist_slow() noexcept {
     // Inside the step: the thread's end may have taken it off meanwhile.
     if (list_.load(std::memory_order_relaxed) != l) return;
     l->remove(this);
-    list_.store(nullptr, std::memory_order_relaxed);
+    // Release, as pending_batch_access::clear: for a later delist() elsewhere
+    // that reads null and goes on to the producer's fields.
+    list_.store(nullptr, std::memory_order_release);
   };
   if (l == this_thread_pending) {
     owner_step(l, off);
