@@ -28,6 +28,19 @@ from .paths import ROOT, TOOLS
 def load_registry(path):
     with open(path) as f:
         registry = json.load(f)
+    # A runtime with "alongside": "<runtime>" and "suites": [...] runs in every
+    # job of those suites that lists the other runtime, right after it: a new
+    # peer is one entry here, not one edit per job.
+    for rt, info in registry["runtimes"].items():
+        if "alongside" not in info:
+            continue
+        for suite in registry["suites"]:
+            if suite["name"] not in info.get("suites", []):
+                continue
+            for job in suite["jobs"]:
+                runtimes = job["runtimes"]
+                if info["alongside"] in runtimes and rt not in runtimes:
+                    runtimes.insert(runtimes.index(info["alongside"]) + 1, rt)
     # A job with "as_kernel" runs kernel "kernel" of its executable and is filed
     # (and drawn) under the other name.
     for suite in registry["suites"]:
