@@ -127,9 +127,10 @@ def write_report(registry, data, out_dir):
             lines.append(f"| {registry['runtimes'][rt]['label']} library loaded | `{lib}` |")
     lines.append(f"| load average (1, 5, 15 min) at start / end | {m.get('loadavg_start')} / {m.get('loadavg_end')} |")
     lines += ["", "## How this was measured", "",
-              "Every variant is its own executable (`bench/<suite>/<runtime>.cpp`), all compiled with "
+              "Every variant is its own executable (the suite's `main.cpp` on the runtime's backend "
+              "`bench/backends/<runtime>.hpp`, or `bench/<suite>/<runtime>.cpp`), all compiled with "
               "`-O3 -march=x86-64-v2`; the kernel bodies of a suite are shared (`bench/<suite>/kernels.hpp`), "
-              "only the parallel wrapper differs. The runner interleaves the runtimes round by round "
+              "only the runtime's primitives differ. The runner interleaves the runtimes round by round "
               "(each round runs every job once, in a rotated order), so all share the machine's noise; "
               "each process does its warm-up, then a few timed repetitions, and a row pools the "
               "samples of all rounds. `workers` is the number of threads the runtime may use "
