@@ -3,26 +3,30 @@
 // one to one: dep::in / inout / commutative to mote::in / inout /
 // commutative, dep::sum to mote::reduction(std::plus<>{}, x).
 //
-// The same source builds the variants, by MOTE_BENCH_DF_VARIANT:
-//   0 (mote)             the defaults
-//   1 (mote_delegation)  MOTE_SCHEDULER=delegation: the delegation scheduler
-//   2 (mote_malloc)      MOTE_DATAFLOW_POOLS=0: data-flow records from the
-//                        system allocator instead of the per-worker pools
-//   3 (mote_jemalloc)    as 2, linked with jemalloc (the system allocator is
-//                        then jemalloc's malloc)
-// The variables are set before the runtime starts and overwrite the caller's.
+// The same source builds the variants, each named by MOTE_BENCH_RUNTIME (its
+// runtime name in suites.json) with the setting MOTE_BENCH_ENV
+// ("VARIABLE=value", set before the runtime starts, overwriting the caller's):
+//   mote             the defaults
+//   mote_delegation  MOTE_SCHEDULER=delegation: the delegation scheduler
+//   mote_malloc      MOTE_DATAFLOW_POOLS=0: data-flow records from the
+//                    system allocator instead of the per-worker pools
+//   mote_jemalloc    as mote_malloc, linked with jemalloc (the system
+//                    allocator is then jemalloc's malloc)
 #include <dlfcn.h>
 
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <mote/dataflow.hpp>
 #include <mote/mote.hpp>
 
 #include "driver.hpp"
 
-#ifndef MOTE_BENCH_DF_VARIANT
-#  define MOTE_BENCH_DF_VARIANT 0
+#ifndef MOTE_BENCH_RUNTIME
+#  define MOTE_BENCH_RUNTIME mote
 #endif
+#define MOTE_BENCH_STRINGIZE2(x) #x
+#define MOTE_BENCH_STRINGIZE(x) MOTE_BENCH_STRINGIZE2(x)
 
 namespace {
 
@@ -78,27 +82,20 @@ struct mote_env {
   }
 };
 
-#if MOTE_BENCH_DF_VARIANT == 1
-constexpr const char* kName = "mote_delegation";
-#elif MOTE_BENCH_DF_VARIANT == 2
-constexpr const char* kName = "mote_malloc";
-#elif MOTE_BENCH_DF_VARIANT == 3
-constexpr const char* kName = "mote_jemalloc";
-#else
-constexpr const char* kName = "mote";
-#endif
+constexpr const char* kName = MOTE_BENCH_STRINGIZE(MOTE_BENCH_RUNTIME);
 
 }  // namespace
 
 int main(int argc, char** argv) {
   auto o = mote_bench::parse_options(argc, argv);
   mote_bench::extras info;
-#if MOTE_BENCH_DF_VARIANT == 1
-  setenv("MOTE_SCHEDULER", "delegation", 1);
-  info.add("env", "MOTE_SCHEDULER=delegation");
-#elif MOTE_BENCH_DF_VARIANT == 2 || MOTE_BENCH_DF_VARIANT == 3
-  setenv("MOTE_DATAFLOW_POOLS", "0", 1);
-  info.add("env", "MOTE_DATAFLOW_POOLS=0");
+#ifdef MOTE_BENCH_ENV
+  {
+    const std::string setting = MOTE_BENCH_ENV;
+    const auto eq = setting.find('=');
+    setenv(setting.substr(0, eq).c_str(), setting.substr(eq + 1).c_str(), 1);
+    info.add("env", MOTE_BENCH_ENV);
+  }
 #endif
   // Which malloc this process really uses: jemalloc exports mallctl.
   info.add("allocator", dlsym(RTLD_DEFAULT, "mallctl") != nullptr ? "jemalloc" : "system");

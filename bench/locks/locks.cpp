@@ -1,12 +1,15 @@
 // Suite locks: the FIFO locks of include/mote/sync/ beside std::mutex and a
-// test-and-set lock. One source, one executable per lock (MOTE_BENCH_LOCK):
+// test-and-set lock. One source, one executable per lock, named by
+// MOTE_BENCH_LOCK (its runtime name in suites.json; the struct of that name in
+// `locks` below):
 //
-//   bench_locks_ticket   mote::ticket_lock
-//   bench_locks_ptlock   mote::partitioned_ticket_lock (one slot per CPU)
-//   bench_locks_dtlock   mote::delegation_lock<long> (plain lock in handoff;
-//                        lock_or_delegate, serving the waiters, in get_item)
-//   bench_locks_mutex    std::mutex
-//   bench_locks_tas      test-and-test-and-set with pause, then yield
+//   bench_locks_ticket   mote_ticket   mote::ticket_lock
+//   bench_locks_ptlock   mote_ptlock   mote::partitioned_ticket_lock (one slot per CPU)
+//   bench_locks_dtlock   mote_dtlock   mote::delegation_lock<long> (plain lock in
+//                                      handoff; lock_or_delegate, serving the
+//                                      waiters, in get_item)
+//   bench_locks_mutex    std_mutex     std::mutex
+//   bench_locks_tas      tas           test-and-test-and-set with pause, then yield
 //
 // --workers N is the number of threads. Each repetition runs for --run-ms
 // (50) of wall time and counts what was done, so an oversubscribed FIFO lock
@@ -60,24 +63,40 @@ class tas_lock {
   std::atomic<bool> held_{false};
 };
 
-#if MOTE_BENCH_LOCK == 1
-using lock_type = mote::ticket_lock;
-constexpr std::string_view kName = "mote_ticket";
-#elif MOTE_BENCH_LOCK == 2
-using lock_type = mote::partitioned_ticket_lock;
-constexpr std::string_view kName = "mote_ptlock";
-#elif MOTE_BENCH_LOCK == 3
-using lock_type = mote::delegation_lock<long>;
-constexpr std::string_view kName = "mote_dtlock";
-#elif MOTE_BENCH_LOCK == 4
-using lock_type = std::mutex;
-constexpr std::string_view kName = "std_mutex";
-#else
-using lock_type = tas_lock;
-constexpr std::string_view kName = "tas";
-#endif
+// The locks, by name. kDelegates: the holder serves the waiters' requests
+// (lock_or_delegate) in get_item.
+namespace locks {
+struct mote_ticket {
+  using type = mote::ticket_lock;
+  static constexpr bool kDelegates = false;
+};
+struct mote_ptlock {
+  using type = mote::partitioned_ticket_lock;
+  static constexpr bool kDelegates = false;
+};
+struct mote_dtlock {
+  using type = mote::delegation_lock<long>;
+  static constexpr bool kDelegates = true;
+};
+struct std_mutex {
+  using type = std::mutex;
+  static constexpr bool kDelegates = false;
+};
+struct tas {
+  using type = tas_lock;
+  static constexpr bool kDelegates = false;
+};
+}  // namespace locks
 
-constexpr bool kDelegates = MOTE_BENCH_LOCK == 3;
+#ifndef MOTE_BENCH_LOCK
+#error "MOTE_BENCH_LOCK names the lock, e.g. -DMOTE_BENCH_LOCK=mote_ticket (bench/CMakeLists.txt)"
+#endif
+#define MOTE_BENCH_STRINGIZE2(x) #x
+#define MOTE_BENCH_STRINGIZE(x) MOTE_BENCH_STRINGIZE2(x)
+
+using lock_type = locks::MOTE_BENCH_LOCK::type;
+constexpr std::string_view kName = MOTE_BENCH_STRINGIZE(MOTE_BENCH_LOCK);
+constexpr bool kDelegates = locks::MOTE_BENCH_LOCK::kDelegates;
 
 struct alignas(128) shared_state {
   long counter = 0;
@@ -155,6 +174,31 @@ void handoff(const options& o, long run_ms) {
   emit(r);
 }
 
+// One item from the "ready queue" `next_item`, guarded by `lock`; a
+// delegating lock's holder first hands items to the waiters in line and
+// counts them in `served`.
+template <class L>
+long take_item(L& lock, unsigned t, long& next_item, std::atomic<long>& served) {
+  long item;
+  if constexpr (kDelegates) {
+    if (lock.lock_or_delegate(t, item)) {
+      long gave = 0;
+      while (!lock.empty()) {
+        lock.set_item(lock.front(), next_item++);
+        lock.pop_front();
+        ++gave;
+      }
+      item = next_item++;
+      lock.unlock();
+      served.fetch_add(gave, std::memory_order_relaxed);  // a count, read after the threads join
+    }
+  } else {
+    std::lock_guard<L> hold(lock);
+    item = next_item++;
+  }
+  return item;
+}
+
 void get_item(const options& o, long run_ms) {
   record r{"locks", "get_item", kName, o.workers, "ns", {}, 0, {}};
   double served_sum = 0;
@@ -166,25 +210,7 @@ void get_item(const options& o, long run_ms) {
     const double secs = timed(o.workers, run_ms, [&](unsigned t, std::atomic<bool>& stop) {
       long mine = 0, local = t;
       while (!stop.load(std::memory_order_relaxed)) {
-        long item;
-#if MOTE_BENCH_LOCK == 3
-        if (lock->lock_or_delegate(t, item)) {
-          long gave = 0;
-          while (!lock->empty()) {
-            lock->set_item(lock->front(), next_item++);
-            lock->pop_front();
-            ++gave;
-          }
-          item = next_item++;
-          lock->unlock();
-          served.fetch_add(gave, std::memory_order_relaxed);
-        }
-#else
-        {
-          std::lock_guard<lock_type> hold(*lock);
-          item = next_item++;
-        }
-#endif
+        const long item = take_item(*lock, t, next_item, served);
         ++mine;
         local = private_work(local + item, 30);
       }

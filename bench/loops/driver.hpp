@@ -1,7 +1,7 @@
 // The main() body every loops variant shares: which kernels, what sizes, what
-// is checked, what is timed. A variant supplies its wrapper `Par` (see
-// kernels.hpp) with, besides the loops,
-//   template <class Body> void region(Body&& body)
+// is checked, what is timed. A variant supplies its backend (bench/backends/,
+// or serial_par in kernels.hpp) as `Par` with, besides the loops,
+//   template <class Body> void loop_region(Body&& body)
 //       runs body (the whole repetition loop) where loops may be started: on a
 //       worker (mote), inside the task_arena (oneTBB), or just here (serial,
 //       OpenMP, whose every loop is its own parallel region)
@@ -90,7 +90,7 @@ void run_timed(const options& o, std::string_view kernel, std::string_view runti
                const extras& extra) {
   record r{"loops", kernel, runtime, o.workers, t.unit, {}, 0, {}};
   std::string why;
-  par.region([&] {
+  par.loop_region([&] {
     double warm_ms = 0;
     double spent_ms = 0;
     for (int i = 0; i < o.warmup + o.reps; ++i) {

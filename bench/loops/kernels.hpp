@@ -2,7 +2,7 @@
 //
 // A kernel is a function template over a parallel wrapper `Par`, the only
 // thing that differs between runtimes (serial_par below is the serial one;
-// mote.cpp, omp.cpp and tbb.cpp have the others). A wrapper has
+// the backends in bench/backends/ have the others). A wrapper has
 //
 //   static constexpr bool concurrent      bodies may run at once (false: serial,
 //                                         whose kernels then skip their atomics)
@@ -65,7 +65,7 @@ struct serial_par {
   static constexpr bool concurrent = false;
   static constexpr bool has_auto = true;
   template <class Body>
-  void region(Body&& body) {
+  void loop_region(Body&& body) {
     body();
   }
   template <class F>

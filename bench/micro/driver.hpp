@@ -1,23 +1,24 @@
-// The main() body every micro variant shares. A variant supplies an `env`
-// built for o.workers threads with three operations:
+// The main() body every micro variant shares. A variant supplies its backend
+// (bench/backends/) as `env`, built for o.workers threads, with:
 //
 //   double spawn_loop(long iters)   seconds that `iters` spawn+join pairs of an
 //                                   empty task take, timed on a worker of the
 //                                   runtime (the loop runs inside the runtime)
-//   double group_loop(long tasks)   seconds that `tasks` empty tasks take,
-//                                   spawned kGroupSize at a time into a task
-//                                   group (or as tasks) that is then waited
+//   double group_loop<G>(long tasks)  seconds that `tasks` empty tasks take,
+//                                   spawned G = kGroupSize at a time into a
+//                                   task group (or as tasks) that is then waited
 //   double wake_once()              seconds from handing the runtime a task to
 //                                   that task starting on a worker thread (not
 //                                   the caller), the runtime having been idle
-//   void warm()                     runs one parallel task, so every worker of
-//                                   the runtime has been started
+//   void warm(work)                 runs work() in parallel once, so every
+//                                   worker of the runtime has been started
+//   long micro_iters                the default loop length
 //
 // Kernels (choose with --kernel; the runner runs spawn with 1 worker and the
 // other two with 2):
-//   spawn     ns per spawn+join; --iters N (default: env.default_iters)
+//   spawn     ns per spawn+join; --iters N (default: env.micro_iters)
 //   group_spawn  ns per task of a group of kGroupSize empty tasks, spawned and
-//             waited in a loop; --group-tasks N (default: env.default_iters)
+//             waited in a loop; --group-tasks N (default: env.micro_iters)
 //   wakeup    us from submit to start after --idle-ms (20) of idleness, long
 //             enough for spinning workers to park; --wakeups (50) samples
 //   wakeup_long  the same after --long-idle-ms (1000) of idleness;
@@ -71,22 +72,22 @@ int run_suite(const options& o, std::string_view runtime_name, Env& env, const e
     emit(r);
   };
   if (o.wants("spawn")) {
-    const long iters = option_value(o, "--iters", env.default_iters);
+    const long iters = option_value(o, "--iters", env.micro_iters);
     record r{"micro", "spawn", runtime_name, o.workers, "ns", {}, iters, info};
     r.extra.add("iters", std::int64_t{iters});
     per_unit(r, iters, iters / 10 + 1, [&](long n) { return env.spawn_loop(n); });
   }
   if (o.wants("group_spawn")) {
-    const long tasks = option_value(o, "--group-tasks", env.default_iters);
+    const long tasks = option_value(o, "--group-tasks", env.micro_iters);
     record r{"micro", "group_spawn", runtime_name, o.workers, "ns", {}, tasks, info};
     r.extra.add("tasks", std::int64_t{tasks}).add("group_size", std::int64_t{kGroupSize});
-    per_unit(r, tasks, tasks / 10 + kGroupSize, [&](long n) { return env.group_loop(n); });
+    per_unit(r, tasks, tasks / 10 + kGroupSize, [&](long n) { return env.template group_loop<kGroupSize>(n); });
   }
   auto wakeups = [&](const char* kernel, long idle_ms, long count) {
     if (o.workers < 2) usage_error("--workers (wakeup needs 2 or more)", "1");
     record r{"micro", kernel, runtime_name, o.workers, "us", {}, count, info};
     r.extra.add("idle_ms", std::int64_t{idle_ms});
-    env.warm();
+    env.warm([] { return small_work(); });
     for (long i = 0; i < count; ++i) {
       std::this_thread::sleep_for(milliseconds(idle_ms));
       r.samples.push_back(1e6 * env.wake_once());
@@ -105,7 +106,7 @@ int run_suite(const options& o, std::string_view runtime_name, Env& env, const e
     record r{"micro", "idle_cpu", runtime_name, o.workers, "cpu_s", {}, o.reps, info};
     r.extra.add("idle_ms", std::int64_t{idle_ms});
     for (int i = 0; i < o.reps; ++i) {
-      env.warm();
+      env.warm([] { return small_work(); });
       double before = process_cpu_seconds();
       std::this_thread::sleep_for(milliseconds(idle_ms));
       r.samples.push_back(process_cpu_seconds() - before);

@@ -1,17 +1,19 @@
 // Queue micro-benchmarks between the two cores: one producer thread pinned
 // to CPU 0, one consumer thread pinned to CPU 1 (pthread_setaffinity_np,
 // here), the same two threads for every measurement of the process. Built
-// once per queue (MOTE_BENCH_QUEUE):
-//   1 boost_spsc          boost::lockfree::spsc_queue<T>(capacity) (run-time
-//                         size); its push/pop never wait: the benchmark
-//                         retries at once (`while (!q.push(v)) ;`)
-//   2 mote_lamport        mote::lamport_ring<T>
-//   3 mote_cached         mote::cached_ring<T>
-//   4 mote_batch          mote::batch_queue<T>
-//   5 mote_mpmc           mote::mpmc_queue<T>
-//   6 mote_channel_spsc   mote::channel<T>(capacity, channel_kind::spsc)
-//   7 mote_channel_auto   mote::channel<T>(capacity) (channel_kind::automatic)
-//   8 mote_channel_mpmc   mote::channel<T>(capacity, channel_kind::mpmc)
+// once per queue, named by MOTE_BENCH_QUEUE (its runtime name in suites.json):
+//   boost_spsc          boost::lockfree::spsc_queue<T>(capacity) (run-time
+//                       size); its push/pop never wait: the benchmark
+//                       retries at once (`while (!q.push(v)) ;`)
+//   mote_lamport        mote::lamport_ring<T>
+//   mote_cached         mote::cached_ring<T>
+//   mote_batch          mote::batch_queue<T>
+//   mote_mpmc           mote::mpmc_queue<T>
+//   mote_channel_spsc   mote::channel<T>(capacity, channel_kind::spsc)
+//   mote_channel_auto   mote::channel<T>(capacity, channel_kind::automatic)
+//   mote_channel_mpmc   mote::channel<T>(capacity, channel_kind::mpmc)
+// A new queue is one more class template in `queues` below, one entry in
+// suites.json and one in MOTE_STREAMS_QUEUES (bench/CMakeLists.txt).
 // mote's queues use their blocking push() / pop() (they spin, then sleep).
 //
 // Kernels (--kernel NAME; all of them without). A name is a test and
@@ -54,51 +56,46 @@
 #include "kernels.hpp"
 
 #ifndef MOTE_BENCH_QUEUE
-#define MOTE_BENCH_QUEUE 1
+#error "MOTE_BENCH_QUEUE names the queue under test, e.g. -DMOTE_BENCH_QUEUE=mote_batch (bench/CMakeLists.txt)"
 #endif
 
-#if MOTE_BENCH_QUEUE == 1
+// Each header is there only in the builds that can use it: Boost.Lockfree in
+// bench_streams_qboost, mote's queues in the builds linked with mote.
+#if __has_include(<boost/lockfree/spsc_queue.hpp>)
 #include <boost/lockfree/spsc_queue.hpp>
-#elif MOTE_BENCH_QUEUE == 2
-#include <mote/queues/ring.hpp>
-#elif MOTE_BENCH_QUEUE == 3
-#include <mote/queues/ring.hpp>
-#elif MOTE_BENCH_QUEUE == 4
-#include <mote/queues/batch_queue.hpp>
-#elif MOTE_BENCH_QUEUE == 5
-#include <mote/queues/mpmc_queue.hpp>
-#elif MOTE_BENCH_QUEUE >= 6 && MOTE_BENCH_QUEUE <= 8
-#include <mote/channel.hpp>
-#else
-#error "MOTE_BENCH_QUEUE must be 1..8"
+#define MOTE_BENCH_HAVE_BOOST_LOCKFREE 1
 #endif
+#if __has_include(<mote/queues/batch_queue.hpp>)
+#include <mote/channel.hpp>
+#include <mote/queues/batch_queue.hpp>
+#include <mote/queues/mpmc_queue.hpp>
+#include <mote/queues/ring.hpp>
+#define MOTE_BENCH_HAVE_MOTE 1
+#endif
+
+#define MOTE_BENCH_STRINGIZE2(x) #x
+#define MOTE_BENCH_STRINGIZE(x) MOTE_BENCH_STRINGIZE2(x)
 
 namespace {
 
 using mote_bench::streams::cpu_relax;
 using mote_bench::streams::pin_to_cpu;
 
-constexpr const char* kRuntimes[] = {"",          "boost_spsc", "mote_lamport",      "mote_cached",
-                                     "mote_batch", "mote_mpmc",  "mote_channel_spsc", "mote_channel_auto",
-                                     "mote_channel_mpmc"};
-constexpr const char* kTypes[] = {"",
-                                  "boost::lockfree::spsc_queue",
-                                  "mote::lamport_ring",
-                                  "mote::cached_ring",
-                                  "mote::batch_queue",
-                                  "mote::mpmc_queue",
-                                  "mote::channel(spsc)",
-                                  "mote::channel(automatic)",
-                                  "mote::channel(mpmc)"};
-constexpr const char* kRuntime = kRuntimes[MOTE_BENCH_QUEUE];
+// ---------------------------------------------------------------- the queues, by name
 
-// ---------------------------------------------------------------- the queue under test
+// One class template per queue, named as its runtime in bench/suites.json;
+// MOTE_BENCH_QUEUE picks one. Each has push / pop / flush, push_block /
+// pop_block when kBlocks, its type's name (kType) and in_use(), the queue a
+// channel chose.
+namespace queues {
 
-#if MOTE_BENCH_QUEUE == 1
+#if MOTE_BENCH_HAVE_BOOST_LOCKFREE
+// Its push and pop never wait: the benchmark retries at once.
 template <class T>
-class queue {
+class boost_spsc {
  public:
-  explicit queue(std::size_t capacity) : q_(capacity) {}
+  static constexpr const char* kType = "boost::lockfree::spsc_queue";
+  explicit boost_spsc(std::size_t capacity) : q_(capacity) {}
   void push(const T& v) {
     while (!q_.push(v)) {
     }
@@ -124,70 +121,98 @@ class queue {
     }
     return k;
   }
-  const char* in_use() const { return kTypes[MOTE_BENCH_QUEUE]; }
+  const char* in_use() const { return kType; }
 
  private:
   boost::lockfree::spsc_queue<T> q_;
 };
-#else
-#if MOTE_BENCH_QUEUE == 2
-template <class T>
-using mote_queue = mote::lamport_ring<T>;
-#elif MOTE_BENCH_QUEUE == 3
-template <class T>
-using mote_queue = mote::cached_ring<T>;
-#elif MOTE_BENCH_QUEUE == 4
-template <class T>
-using mote_queue = mote::batch_queue<T>;
-#elif MOTE_BENCH_QUEUE == 5
-template <class T>
-using mote_queue = mote::mpmc_queue<T>;
-#else
-template <class T>
-using mote_queue = mote::channel<T>;
 #endif
 
-template <class T>
-class queue {
+#if MOTE_BENCH_HAVE_MOTE
+// mote's queues through their blocking push() / pop() (they spin, then sleep).
+template <class Q, class T>
+class mote_queue {
  public:
-#if MOTE_BENCH_QUEUE == 6
-  explicit queue(std::size_t capacity) : q_(capacity, mote::channel_kind::spsc) {}
-#elif MOTE_BENCH_QUEUE == 7
-  explicit queue(std::size_t capacity) : q_(capacity, mote::channel_kind::automatic) {}
-#elif MOTE_BENCH_QUEUE == 8
-  explicit queue(std::size_t capacity) : q_(capacity, mote::channel_kind::mpmc) {}
-#else
-  explicit queue(std::size_t capacity) : q_(capacity) {}
-#endif
-  void push(const T& v) { q_.push(v); }
-  T pop() { return *q_.pop(); }  // never closed here: always a value
+  template <class... A>
+  explicit mote_queue(std::size_t capacity, A... a) : q_(capacity, a...) {}
+  using value_type = T;
+  void push(const value_type& v) { q_.push(v); }
+  value_type pop() { return *q_.pop(); }  // never closed here: always a value
   void flush() { q_.flush(); }
-  static constexpr bool kBlocks = requires(mote_queue<T>& q, const T* p, T* o, std::size_t n) {
+  static constexpr bool kBlocks = requires(Q& q, const value_type* p, value_type* o, std::size_t n) {
     q.push_n(p, n);
     q.pop_n(o, n);
   };
-  void push_block(const T* p, std::size_t n) {
+  void push_block(const value_type* p, std::size_t n) {
     if constexpr (kBlocks) q_.push_n(p, n);
   }
-  std::size_t pop_block(T* out, std::size_t max) {
+  std::size_t pop_block(value_type* out, std::size_t max) {
     if constexpr (kBlocks) {
       return q_.pop_n(out, max);
     } else {
       return 0;
     }
   }
-  const char* in_use() const {
-#if MOTE_BENCH_QUEUE >= 6
-    return q_.queue_in_use() == mote::channel_kind::spsc ? "batch_queue" : "mpmc_queue";
-#else
-    return kTypes[MOTE_BENCH_QUEUE];
-#endif
-  }
 
- private:
-  mote_queue<T> q_;
+ protected:
+  Q q_;
+};
+
+template <class T>
+struct mote_lamport : mote_queue<mote::lamport_ring<T>, T> {
+  static constexpr const char* kType = "mote::lamport_ring";
+  explicit mote_lamport(std::size_t capacity) : mote_queue<mote::lamport_ring<T>, T>(capacity) {}
+  const char* in_use() const { return kType; }
+};
+template <class T>
+struct mote_cached : mote_queue<mote::cached_ring<T>, T> {
+  static constexpr const char* kType = "mote::cached_ring";
+  explicit mote_cached(std::size_t capacity) : mote_queue<mote::cached_ring<T>, T>(capacity) {}
+  const char* in_use() const { return kType; }
+};
+template <class T>
+struct mote_batch : mote_queue<mote::batch_queue<T>, T> {
+  static constexpr const char* kType = "mote::batch_queue";
+  explicit mote_batch(std::size_t capacity) : mote_queue<mote::batch_queue<T>, T>(capacity) {}
+  const char* in_use() const { return kType; }
+};
+template <class T>
+struct mote_mpmc : mote_queue<mote::mpmc_queue<T>, T> {
+  static constexpr const char* kType = "mote::mpmc_queue";
+  explicit mote_mpmc(std::size_t capacity) : mote_queue<mote::mpmc_queue<T>, T>(capacity) {}
+  const char* in_use() const { return kType; }
+};
+
+// A channel of the given kind; in_use() is the queue it chose.
+template <class T, mote::channel_kind Kind>
+struct mote_channel : mote_queue<mote::channel<T>, T> {
+  explicit mote_channel(std::size_t capacity) : mote_queue<mote::channel<T>, T>(capacity, Kind) {}
+  const char* in_use() const {
+    return this->q_.queue_in_use() == mote::channel_kind::spsc ? "batch_queue" : "mpmc_queue";
+  }
+};
+template <class T>
+struct mote_channel_spsc : mote_channel<T, mote::channel_kind::spsc> {
+  static constexpr const char* kType = "mote::channel(spsc)";
+  using mote_channel<T, mote::channel_kind::spsc>::mote_channel;
+};
+template <class T>
+struct mote_channel_auto : mote_channel<T, mote::channel_kind::automatic> {
+  static constexpr const char* kType = "mote::channel(automatic)";
+  using mote_channel<T, mote::channel_kind::automatic>::mote_channel;
+};
+template <class T>
+struct mote_channel_mpmc : mote_channel<T, mote::channel_kind::mpmc> {
+  static constexpr const char* kType = "mote::channel(mpmc)";
+  using mote_channel<T, mote::channel_kind::mpmc>::mote_channel;
 };
 #endif
+
+}  // namespace queues
+
+template <class T>
+using queue = queues::MOTE_BENCH_QUEUE<T>;
+constexpr const char* kRuntime = MOTE_BENCH_STRINGIZE(MOTE_BENCH_QUEUE);
 
 // ---------------------------------------------------------------- items
 
@@ -446,7 +471,7 @@ void run_test(const mote_bench::options& o, const std::string& name, const test&
   }
   std::sort(line_before.begin(), line_before.end());
   r.result = t.kind == "line" ? 0 : static_cast<std::int64_t>(expected_sum<T>(n) & 0x7FFFFFFFFFFFFFFFull);
-  r.extra.add("queue", kTypes[MOTE_BENCH_QUEUE])
+  r.extra.add("queue", queue<T>::kType)
       .add("queue_in_use", q1.in_use())
       .add("capacity", static_cast<std::int64_t>(t.capacity))
       .add("item_bytes", static_cast<std::int64_t>(t.item))

@@ -4,8 +4,8 @@
 // back to back on one thread (serial). A sample is the mean time of one pair
 // over --iters iterations (ns).
 //
-// A variant supplies an `env` with
-//   template <class Body> void region(Body&& body)   runs body (the whole
+// A variant supplies its backend (bench/backends/) as `env`, with
+//   template <class Body> void pair_region(Body&& body)   runs body (the whole
 //       timed loop) where the runtime can run tasks: on a worker, inside a
 //       parallel region, with the assistant awake
 //   template <class F, class G> void pair(F& f, G& g) runs f and g, possibly
@@ -117,7 +117,7 @@ inline double sweep_size_us(const std::string& name) {
 template <class Env, class FA, class FB>
 double time_pairs(Env& env, FA& fa, FB& fb, long iters) {
   double seconds = 0;
-  env.region([&] {
+  env.pair_region([&] {
     auto t0 = clock::now();
     for (long i = 0; i < iters; ++i) env.pair(fa, fb);
     seconds = seconds_between(t0, clock::now());

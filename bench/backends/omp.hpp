@@ -1,0 +1,280 @@
+// The OpenMP backend: o.workers threads (num_threads); tasks and taskwait for
+// fork-join and pairs, worksharing loops for loops. Built by g++ -fopenmp (GNU
+// OpenMP, libgomp) and by clang++ -fopenmp=libomp (LLVM OpenMP); the runtime
+// name (MOTE_BENCH_RUNTIME) says which. Named build option
+// (bench/CMakeLists.txt):
+//   MOTE_BENCH_WITH_DYNAMIC_SCHEDULE=1  loops with schedule(dynamic, g);
+//       automatic: schedule(guided). Otherwise schedule(static, g); automatic:
+//       schedule(static).
+//
+// Loops: every loop is its own `#pragma omp parallel` region of N threads with
+// one `omp for` inside. With a grain g the `omp for` runs over the n/g batches
+// with chunk 1 (schedule(static, 1) / (dynamic, 1)) and calls the body once
+// per batch, as the other runtimes do: the same iterations go to the same
+// threads, with the same claims, as schedule(static, g) / (dynamic, g) over
+// the iterations. schedule(static) is one block per thread, the body called
+// once for it. schedule(guided) hands out chunks the program cannot see, so
+// there the body is called once per iteration (body(i, i + 1), inlined).
+// Reductions keep one accumulator per thread, combined in thread order after
+// the loop (what reduction(+:acc) does, for any type). Per-thread state is an
+// array indexed by omp_get_thread_num(), read once per thread per loop. Nested
+// loops are one `omp for` over the rows, each row's columns in one call:
+// nested parallel regions would oversubscribe the cores, and collapse(2) would
+// make every element an iteration of its own (no vectorized rows); with 2
+// threads every shape has rows enough.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../common/omp_info.hpp"
+#include "backend.hpp"
+
+#ifndef MOTE_BENCH_WITH_DYNAMIC_SCHEDULE
+#  define MOTE_BENCH_WITH_DYNAMIC_SCHEDULE 0
+#endif
+
+namespace mote_bench {
+// Internal linkage, as in a single source file: the kernels instantiated on
+// the backend stay local to the executable, and inline as they would there.
+namespace {
+
+namespace omp_backend_detail {
+
+constexpr bool kDynamic = MOTE_BENCH_WITH_DYNAMIC_SCHEDULE != 0;
+
+// This thread's number in the current parallel region, set at its start.
+thread_local int this_thread = 0;
+
+template <class T>
+class locals {
+ public:
+  template <class Init>
+  locals(int threads, Init init)
+      : slots_(static_cast<std::size_t>(threads)), make_([init]() mutable { return T(init()); }) {}
+  // Inline and short: under schedule(guided) it runs once per iteration.
+  T& local() {
+    slot& s = slots_[static_cast<std::size_t>(this_thread)];
+    if (s.value) [[likely]]
+      return *s.value;
+    return make(s);
+  }
+  template <class F>
+  void for_each(F&& f) {
+    for (slot& s : slots_) {
+      if (s.value) f(*s.value);
+    }
+  }
+
+ private:
+  struct alignas(128) slot {
+    std::optional<T> value;
+  };
+  [[gnu::noinline]] T& make(slot& s) { return s.value.emplace(make_()); }
+  std::vector<slot> slots_;
+  std::function<T()> make_;
+};
+
+template <class T>
+struct alignas(128) partial {
+  T value;
+};
+
+// The worksharing loop over [0, n), inside a parallel region: f(b, e) for
+// each batch this thread gets. No barrier at its end (the region's has one).
+template <class F>
+void share(std::size_t n, std::size_t g, F&& f) {
+  if (g == 0) {
+    if constexpr (kDynamic) {
+#pragma omp for schedule(guided) nowait
+      for (std::size_t i = 0; i < n; ++i) f(i, i + 1);
+    } else {
+      const auto t = static_cast<std::size_t>(omp_get_num_threads());
+#pragma omp for schedule(static) nowait
+      for (std::size_t k = 0; k < t; ++k) {
+        if (n * k / t < n * (k + 1) / t) f(n * k / t, n * (k + 1) / t);
+      }
+    }
+  } else {
+    const std::size_t batches = n / g + (n % g != 0 ? 1 : 0);
+    if constexpr (kDynamic) {
+#pragma omp for schedule(dynamic, 1) nowait
+      for (std::size_t c = 0; c < batches; ++c) f(c * g, std::min(n, c * g + g));
+    } else {
+#pragma omp for schedule(static, 1) nowait
+      for (std::size_t c = 0; c < batches; ++c) f(c * g, std::min(n, c * g + g));
+    }
+  }
+}
+
+}  // namespace omp_backend_detail
+
+class backend {
+ public:
+  static constexpr bool concurrent = true;
+  static constexpr bool runs_on_caller = false;
+
+  explicit backend(options& o) : threads_(static_cast<int>(o.workers)), info_(omp_info()) {
+    info_.add("schedule", omp_backend_detail::kDynamic ? "dynamic, g / guided" : "static, g / static");
+  }
+  std::string_view name() const { return MOTE_BENCH_STRINGIZE(MOTE_BENCH_RUNTIME); }
+  const extras& info() const { return info_; }
+
+  // ---- fork-join: the kernel runs in the single thread of one parallel region
+  template <class F>
+  auto run(F&& f) {
+    decltype(f()) result{};
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads) shared(result, f)
+#pragma omp single
+    result = f();
+    return result;
+  }
+  template <class F, class G>
+  static void fork2(F&& f, G&& g) {
+#pragma omp task shared(g)
+    g();
+    f();
+#pragma omp taskwait
+  }
+  template <class F>
+  static void spawn_each(int n, F&& f) {
+    for (int i = 0; i < n; ++i) {
+#pragma omp task shared(f) firstprivate(i)
+      f(i);
+    }
+#pragma omp taskwait
+  }
+
+  // ---- runtime costs
+  long micro_iters = 1'000'000;
+  double spawn_loop(long iters) {
+    double seconds = 0;
+#pragma omp parallel num_threads(threads_) shared(seconds)
+#pragma omp single
+    {
+      auto t0 = clock::now();
+      for (long i = 0; i < iters; ++i) {
+#pragma omp task
+        empty_task_body();
+        empty_task_body();
+#pragma omp taskwait
+      }
+      seconds = seconds_between(t0, clock::now());
+    }
+    return seconds;
+  }
+  template <int GroupSize>
+  double group_loop(long tasks) {
+    double seconds = 0;
+#pragma omp parallel num_threads(threads_) shared(seconds)
+#pragma omp single
+    {
+      auto t0 = clock::now();
+      for (long done = 0; done < tasks; done += GroupSize) {
+        for (int i = 0; i < GroupSize; ++i) {
+#pragma omp task
+          empty_task_body();
+        }
+#pragma omp taskwait
+      }
+      seconds = seconds_between(t0, clock::now());
+    }
+    return seconds;
+  }
+  // From just before the parallel construct to the first statement of a
+  // thread other than the master.
+  double wake_once() {
+    clock::time_point started;
+    auto submitted = clock::now();
+#pragma omp parallel num_threads(threads_) shared(started)
+    {
+      if (omp_get_thread_num() == 1) started = clock::now();
+    }
+    return seconds_between(submitted, started);
+  }
+  template <class Work>
+  void warm(Work work) {
+    std::int64_t sum = 0;
+#pragma omp parallel num_threads(threads_) reduction(+ : sum)
+    sum += work();
+    do_not_optimize(sum);
+  }
+
+  // ---- two tasks at a time: one persistent parallel region around the pairs
+  template <class Body>
+  void pair_region(Body&& body) {
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads) shared(body)
+#pragma omp single
+    body();
+  }
+  template <class F, class G>
+  void pair(F& f, G& g) {
+#pragma omp task shared(g)
+    g();
+    f();
+#pragma omp taskwait
+  }
+
+  // ---- loops
+  static constexpr bool has_auto = true;
+  template <class Body>
+  void loop_region(Body&& body) {
+    body();
+  }
+  template <class F>
+  void loop(std::size_t n, std::size_t g, F&& body) {
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads)
+    {
+      omp_backend_detail::this_thread = omp_get_thread_num();
+      omp_backend_detail::share(n, g, body);
+    }
+  }
+  template <class T, class F, class C>
+  T reduce(std::size_t n, std::size_t g, T identity, F&& body, C&& combine) {
+    const int threads = threads_;
+    std::vector<omp_backend_detail::partial<T>> parts(static_cast<std::size_t>(threads),
+                                                      omp_backend_detail::partial<T>{identity});
+#pragma omp parallel num_threads(threads)
+    {
+      omp_backend_detail::this_thread = omp_get_thread_num();
+      T acc = identity;
+      omp_backend_detail::share(n, g, [&](std::size_t b, std::size_t e) { acc = body(b, e, std::move(acc)); });
+      parts[static_cast<std::size_t>(omp_backend_detail::this_thread)].value = std::move(acc);
+    }
+    T result = std::move(identity);
+    for (auto& p : parts) result = combine(std::move(result), std::move(p.value));
+    return result;
+  }
+  template <class F>
+  void nested(std::size_t rows, std::size_t cols, F&& body) {
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads)
+    {
+      omp_backend_detail::this_thread = omp_get_thread_num();
+      omp_backend_detail::share(rows, 0, [&](std::size_t b, std::size_t e) {
+        for (std::size_t r = b; r < e; ++r) body(r, std::size_t{0}, cols);
+      });
+    }
+  }
+  template <class T, class Init>
+  omp_backend_detail::locals<T> locals(Init init) {
+    return omp_backend_detail::locals<T>(threads_, std::move(init));
+  }
+
+ private:
+  int threads_;
+  extras info_;
+};
+
+}  // namespace
+}  // namespace mote_bench

@@ -1,0 +1,220 @@
+// The oneTBB backend: a task_arena of o.workers threads (and a global_control
+// limit); task_group for fork-join and pairs, parallel_for / parallel_reduce
+// over a blocked_range with enumerable_thread_specific for loops. Named build
+// option (bench/CMakeLists.txt):
+//   MOTE_BENCH_WITH_SIMPLE_PARTITIONER=1  loops with simple_partitioner,
+//       blocked_range grain g (chunks of g/2..g); it has no automatic grain and
+//       runs only the kernels with one. Otherwise auto_partitioner, blocked_range
+//       grain g (a minimum: the partitioner splits no further than g);
+//       automatic: blocked_range grain 1
+#pragma once
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/enumerable_thread_specific.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_reduce.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+#include <oneapi/tbb/version.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+#include "backend.hpp"
+
+#ifndef MOTE_BENCH_WITH_SIMPLE_PARTITIONER
+#  define MOTE_BENCH_WITH_SIMPLE_PARTITIONER 0
+#endif
+
+namespace mote_bench {
+// Internal linkage, as in a single source file: the kernels instantiated on
+// the backend stay local to the executable, and inline as they would there.
+namespace {
+
+namespace tbb_backend_detail {
+
+constexpr bool kSimple = MOTE_BENCH_WITH_SIMPLE_PARTITIONER != 0;
+using range = tbb::blocked_range<std::size_t>;
+
+template <class T>
+class locals {
+ public:
+  template <class Init>
+  explicit locals(Init init) : slots_([init]() mutable { return T(init()); }) {}
+  T& local() { return slots_.local(); }
+  template <class F>
+  void for_each(F&& f) {
+    for (T& v : slots_) f(v);
+  }
+
+ private:
+  tbb::enumerable_thread_specific<T> slots_;
+};
+
+// The variant's partitioner, with the range it splits.
+template <class F>
+void for_range(range r, F&& f) {
+  if constexpr (kSimple) {
+    tbb::parallel_for(r, f, tbb::simple_partitioner());
+  } else {
+    tbb::parallel_for(r, f, tbb::auto_partitioner());
+  }
+}
+
+}  // namespace tbb_backend_detail
+
+class backend {
+ public:
+  static constexpr bool concurrent = true;
+  static constexpr bool runs_on_caller = false;
+
+  explicit backend(options& o)
+      : limit_(tbb::global_control::max_allowed_parallelism, o.workers), arena_(static_cast<int>(o.workers)) {
+    info_.add("tbb_version", TBB_VERSION_STRING).add("tbb_runtime", TBB_runtime_version());
+    info_.add("partitioner", tbb_backend_detail::kSimple ? "simple_partitioner" : "auto_partitioner");
+  }
+  std::string_view name() const { return MOTE_BENCH_STRINGIZE(MOTE_BENCH_RUNTIME); }
+  const extras& info() const { return info_; }
+
+  // ---- fork-join
+  template <class F>
+  auto run(F&& f) {
+    return arena_.execute(f);
+  }
+  template <class F, class G>
+  static void fork2(F&& f, G&& g) {
+    tbb::task_group group;
+    group.run(g);
+    f();
+    group.wait();
+  }
+  template <class F>
+  static void spawn_each(int n, F&& f) {
+    tbb::task_group group;
+    for (int i = 0; i < n; ++i) group.run([&f, i] { f(i); });
+    group.wait();
+  }
+
+  // ---- runtime costs
+  long micro_iters = 1'000'000;
+  double spawn_loop(long iters) {
+    return arena_.execute([iters] {
+      tbb::task_group group;
+      auto t0 = clock::now();
+      for (long i = 0; i < iters; ++i) {
+        group.run([] { empty_task_body(); });
+        empty_task_body();
+        group.wait();
+      }
+      return seconds_between(t0, clock::now());
+    });
+  }
+  template <int GroupSize>
+  double group_loop(long tasks) {
+    return arena_.execute([tasks] {
+      auto t0 = clock::now();
+      tbb::task_group group;
+      for (long done = 0; done < tasks; done += GroupSize) {
+        for (int i = 0; i < GroupSize; ++i) {
+          group.run([] { empty_task_body(); });
+        }
+        group.wait();
+      }
+      return seconds_between(t0, clock::now());
+    });
+  }
+  // enqueue, not execute: execute would run the task on the calling thread.
+  double wake_once() {
+    clock::time_point started;
+    std::atomic<int> done{0};
+    auto submitted = clock::now();
+    arena_.enqueue([&] {
+      started = clock::now();
+      done.store(1, std::memory_order_release);  // pairs with the acquire wait below
+      done.notify_one();
+    });
+    done.wait(0, std::memory_order_acquire);  // pairs with the release store above: `started` is written
+    return seconds_between(submitted, started);
+  }
+  template <class Work>
+  void warm(Work work) {
+    arena_.execute([work] {
+      tbb::task_group group;
+      std::int64_t a = 0;
+      group.run([&a, work] { a = work(); });
+      std::int64_t b = work();
+      group.wait();
+      do_not_optimize(a + b);
+    });
+  }
+
+  // ---- two tasks at a time: one group reused for every pair
+  template <class Body>
+  void pair_region(Body&& body) {
+    arena_.execute([&] {
+      tbb::task_group g;
+      group_ = &g;
+      body();
+      group_ = nullptr;
+    });
+  }
+  template <class F, class G>
+  void pair(F& f, G& g) {
+    group_->run([&g] { g(); });
+    f();
+    group_->wait();
+  }
+
+  // ---- loops
+  static constexpr bool has_auto = !tbb_backend_detail::kSimple;
+  template <class Body>
+  void loop_region(Body&& body) {
+    arena_.execute([&] { body(); });
+  }
+  static tbb_backend_detail::range make_range(std::size_t n, std::size_t g) {
+    if (tbb_backend_detail::kSimple && g == 0) usage_error("grain", "automatic (onetbb_simple has none)");
+    return g == 0 ? tbb_backend_detail::range(0, n) : tbb_backend_detail::range(0, n, g);
+  }
+  template <class F>
+  void loop(std::size_t n, std::size_t g, F&& body) {
+    using tbb_backend_detail::range;
+    tbb_backend_detail::for_range(make_range(n, g), [&body](const range& r) { body(r.begin(), r.end()); });
+  }
+  template <class T, class F, class C>
+  T reduce(std::size_t n, std::size_t g, T identity, F&& body, C&& combine) {
+    using tbb_backend_detail::range;
+    auto leaf = [&body](const range& r, T acc) { return body(r.begin(), r.end(), std::move(acc)); };
+    if constexpr (tbb_backend_detail::kSimple) {
+      return tbb::parallel_reduce(make_range(n, g), identity, leaf, combine, tbb::simple_partitioner());
+    } else {
+      return tbb::parallel_reduce(make_range(n, g), identity, leaf, combine, tbb::auto_partitioner());
+    }
+  }
+  template <class F>
+  void nested(std::size_t rows, std::size_t cols, F&& body) {
+    using tbb_backend_detail::for_range;
+    using tbb_backend_detail::range;
+    for_range(make_range(rows, 0), [&body, cols](const range& rr) {
+      for (std::size_t r = rr.begin(); r != rr.end(); ++r) {
+        for_range(make_range(cols, 0), [&body, r](const range& cr) { body(r, cr.begin(), cr.end()); });
+      }
+    });
+  }
+  template <class T, class Init>
+  tbb_backend_detail::locals<T> locals(Init init) {
+    return tbb_backend_detail::locals<T>(std::move(init));
+  }
+
+ private:
+  tbb::global_control limit_;
+  tbb::task_arena arena_;
+  tbb::task_group* group_ = nullptr;
+  extras info_;
+};
+
+}  // namespace
+}  // namespace mote_bench
