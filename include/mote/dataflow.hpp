@@ -291,14 +291,13 @@ struct df_task : group_task_base {
   // failed, so this one is skipped and fails its successors in turn.
   std::atomic<bool> poisoned;
   std::uint16_t num_accesses;
-  std::uint8_t cache_class;   // task_cache class; kClasses: operator new; 0xff: aligned new
-  std::uint32_t record_align; // the record's alignment (for aligned new)
+  record_tag tag;             // how the block was allocated (task_alloc.hpp)
   bool commutative;           // holds commutative accesses: takes their tokens before running
   std::uint16_t tokens_taken; // commutative tokens held, in address order (under their mutexes)
   df_task* next_waiting;      // the next task in the waiting list of a token (under its mutex)
   df_access* accesses;
   dataflow* scope;
-  worker* home;               // the worker whose cache the block came from, or nullptr
+  task_cache* home;           // the cache the block goes back to, or nullptr
   std::uint64_t trace_id;     // MOTE_TRACE: flow arrows
   const void* trace_what;     // the task's function (or name) for the trace
   bool trace_named;
@@ -405,11 +404,18 @@ struct df_spawn_info {
   const void* trace_what;
   bool trace_named;
 };
-// Allocates a record block with room for n accesses after `record_size`
-// bytes; *accesses receives where they go.
-MOTE_API void* df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, df_access** accesses,
-                           std::uint8_t* cache_class);
-MOTE_API void df_deallocate(void* block, std::uint8_t cache_class, std::size_t align) noexcept;
+// A record's block: room for n accesses after `record_size` bytes, from the
+// record allocator (the calling worker w's cache, or nullptr), and what
+// giving it back needs (df_task's tag and home).
+struct df_block {
+  void* memory;
+  df_access* accesses;
+  record_tag tag;
+  task_cache* home;
+};
+MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w);
+// Gives back a block whose task never registered (on the thread that allocated it).
+MOTE_API void df_deallocate(const df_block& block) noexcept;
 // Registers t's accesses (already described in descs) and readies it when
 // nothing blocks it. Throws mote::usage_error for misuse, and what making the
 // task's group state throws (std::bad_alloc, a reduction identity's copy):
@@ -557,19 +563,17 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
     named = false;
   }
   const detail::df_spawn_info info{sizeof(record), alignof(record), what, named};
-  detail::df_access* accesses = nullptr;
-  std::uint8_t cls = 0;
-  void* memory = detail::df_allocate(info, n, w, &accesses, &cls);
+  const detail::df_block block = detail::df_allocate(info, n, w);
   record* t;
   try {
-    t = ::new (memory) record(typename record::from_callable{}, std::forward<F>(f));
+    t = ::new (block.memory) record(typename record::from_callable{}, std::forward<F>(f));
   } catch (...) {
-    detail::df_deallocate(memory, cls, alignof(record));
+    detail::df_deallocate(block);
     throw;
   }
-  t->accesses = accesses;
-  t->cache_class = cls;
-  t->record_align = alignof(record);
+  t->accesses = block.accesses;
+  t->tag = block.tag;
+  t->home = block.home;
   t->body = &record::run_body;
   t->destroy = &record::destroy_record;
   t->trace_what = what;
@@ -578,7 +582,7 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
     detail::df_register(*this, t, descs, n);
   } catch (...) {
     t->~record();
-    detail::df_deallocate(memory, cls, alignof(record));
+    detail::df_deallocate(block);
     throw;
   }
 }
