@@ -71,22 +71,22 @@ TEST(TaskAlloc, EveryClassRoundTripsThroughACache) {
     const record_tag tag = record_tag::of(bytes, 16);
     std::vector<void*> taken;
     for (int i = 0; i < 8; ++i) {
-      void* p = take_record(tag, bytes, &cache);
+      void* p = take_record(tag, bytes, cache);
       ASSERT_NE(p, nullptr);
       fill(p, bytes, static_cast<unsigned char>(i));
       taken.push_back(p);
     }
     // Distinct live blocks.
     EXPECT_EQ(std::unordered_set<void*>(taken.begin(), taken.end()).size(), taken.size());
-    for (void* p : taken) give_record(p, tag, &cache);
+    for (void* p : taken) give_record(p, tag, cache);
     // The cache hands its blocks back, last given first.
     for (int i = 7; i >= 0; --i) {
-      void* p = take_record(tag, bytes, &cache);
+      void* p = take_record(tag, bytes, cache);
       if (kCacheOn) EXPECT_EQ(p, taken[static_cast<std::size_t>(i)]) << "class " << c;
       fill(p, bytes, 0xab);
       taken[static_cast<std::size_t>(i)] = p;
     }
-    for (void* p : taken) give_record(p, tag, &cache);
+    for (void* p : taken) give_record(p, tag, cache);
   }
 }
 
@@ -97,10 +97,15 @@ TEST(TaskAlloc, LargeAndOverAlignedRoundTrip) {
          {std::size_t{24}, std::size_t{300}, task_cache::kLargest + 8, std::size_t{5000}}) {
       const record_tag tag = record_tag::of(bytes, align);
       for (task_cache* mine : {&cache, static_cast<task_cache*>(nullptr)}) {
-        void* p = take_record(tag, bytes, mine);
+        void* p = mine != nullptr ? take_record(tag, bytes, *mine) : take_record(tag, bytes);
         EXPECT_TRUE(aligned_to(p, align)) << bytes << " " << align;
         fill(p, bytes, 1);
-        give_record(p, tag, mine);  // ASan: freed as it was allocated
+        // ASan: freed as it was allocated.
+        if (mine != nullptr) {
+          give_record(p, tag, *mine);
+        } else {
+          give_record(p, tag);
+        }
         homed_record h = take_record_with_home(tag, bytes, mine);
         EXPECT_TRUE(aligned_to(h.memory, align)) << bytes << " " << align;
         if (!tag.cached()) EXPECT_EQ(h.home, nullptr);
@@ -120,16 +125,16 @@ TEST(TaskAlloc, OutsideThreadBlocksJoinACache) {
     const record_tag tag = record_tag::of(bytes, 8);
     void* p = nullptr;
     std::thread outside([&] {
-      p = take_record(tag, bytes, nullptr);
+      p = take_record(tag, bytes);
       fill(p, bytes, 3);
     });
     outside.join();
-    give_record(p, tag, &cache);
-    void* q = take_record(tag, task_cache::size_of(c), &cache);
+    give_record(p, tag, cache);
+    void* q = take_record(tag, task_cache::size_of(c), cache);
     if (kCacheOn) EXPECT_EQ(q, p);
     fill(q, task_cache::size_of(c), 4);  // the whole class, not just `bytes`
     // And an outside thread frees what a cache gave out.
-    std::thread freer([&] { give_record(q, tag, nullptr); });
+    std::thread freer([&] { give_record(q, tag); });
     freer.join();
   }
 }
@@ -143,19 +148,19 @@ TEST(TaskAlloc, FreedOnAnotherThread) {
   std::vector<void*> plain;
   std::vector<void*> homed;
   for (int i = 0; i < 40; ++i) {
-    plain.push_back(take_record(tag, 100, &a));
+    plain.push_back(take_record(tag, 100, a));
     homed.push_back(take_record_with_home(tag, 100, &a).memory);
   }
   std::thread other([&] {
     task_cache b(&domain);
-    for (void* p : plain) give_record(p, tag, &b);
+    for (void* p : plain) give_record(p, tag, b);
     for (void* p : homed) give_record_home(p, tag, &a, &b);
     // b keeps the plain ones: it hands them out again.
     std::unordered_set<void*> mine(plain.begin(), plain.end());
     for (std::size_t i = 0; i < plain.size(); ++i) {
-      void* p = take_record(tag, 100, &b);
+      void* p = take_record(tag, 100, b);
       if (kCacheOn) EXPECT_TRUE(mine.count(p) == 1);
-      give_record(p, tag, &b);
+      give_record(p, tag, b);
     }
     // b's destructor frees its blocks, and the homed ones it still holds in a
     // batch that is not full yet (40 = one batch of 32 sent, 8 kept).
@@ -190,12 +195,12 @@ TEST(TaskAlloc, HomeOfAnotherDomainIsNotReached) {
     for (int i = 0; i < 64; ++i) {
       void* p = take_record_with_home(tag, 64, h).memory;
       if (kCacheOn) EXPECT_EQ(given.count(p), 0u) << "a block went home across domains";
-      give_record(p, tag, nullptr);
+      give_record(p, tag);
     }
     for (int i = 0; i < 64; ++i) {
-      void* p = take_record(tag, 64, &stranger);
+      void* p = take_record(tag, 64, stranger);
       if (kCacheOn) EXPECT_EQ(given.count(p), 1u);
-      give_record(p, tag, nullptr);
+      give_record(p, tag);
     }
   }
 }

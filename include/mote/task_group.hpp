@@ -62,10 +62,15 @@ struct group_task final : group_task_base {
   // runtime's), or nullptr on other threads.
   static constexpr record_tag kTag = record_tag::of(sizeof(group_task), alignof(group_task));
   static void* allocate(worker* w) {
-    return take_record(kTag, sizeof(group_task), w != nullptr ? &w->cache() : nullptr);
+    return w != nullptr ? take_record(kTag, sizeof(group_task), w->cache())
+                        : take_record(kTag, sizeof(group_task));
   }
   static void deallocate(void* p, worker* w) noexcept {
-    give_record(p, kTag, w != nullptr ? &w->cache() : nullptr);
+    if (w != nullptr) {
+      give_record(p, kTag, w->cache());
+    } else {
+      give_record(p, kTag);
+    }
   }
 };
 

@@ -17,9 +17,10 @@
 // when it is a constant, recomputes, and passes back with the block:
 //
 //   constexpr record_tag tag = record_tag::of(sizeof(R), alignof(R));
-//   void* p = take_record(tag, sizeof(R), mine);   // mine: this thread's cache, or nullptr
+//   void* p = take_record(tag, sizeof(R), w->cache());  // or take_record(tag, sizeof(R)) off a
+//   worker
 //   ...
-//   give_record(p, tag, mine);                      // on any thread, with its own cache
+//   give_record(p, tag, v->cache());  // on any worker v, or give_record(p, tag) off one
 #pragma once
 
 #include <atomic>
@@ -187,9 +188,9 @@ class record_tag {
 };
 
 // ---- Taking and giving back: any thread ---------------------------------
-// `mine` is the calling thread's own cache (its worker's), or nullptr on a
-// thread that has none. `bytes` is the record's size, at most what the tag
-// was made for.
+// `mine` is the calling thread's own cache (its worker's); the forms without
+// one, or with nullptr, are for a thread that has none. `bytes` is the
+// record's size, the one the tag was made for.
 
 // The system side of both, for blocks that no cache takes.
 inline void* take_uncached_record(record_tag tag, std::size_t bytes) {
@@ -204,32 +205,44 @@ inline void give_uncached_record(void* memory, record_tag tag) noexcept {
   }
 }
 
-// A block for a record; with a constant tag, a few instructions from mine's
-// list. Throws std::bad_alloc.
+// A block for a record, on a thread with a cache (a worker: mine is its
+// own); with a constant tag, a few instructions from mine's list. Throws
+// std::bad_alloc.
 //
-//   void* p = take_record(tag, sizeof(R), w != nullptr ? &w->cache() : nullptr);
-MOTE_ALWAYS_INLINE void* take_record(record_tag tag, std::size_t bytes, task_cache* mine) {
-  if (tag.cached()) {
-    if (mine != nullptr) return mine->take(tag.cache_class());
-    return ::operator new(task_cache::size_of(tag.cache_class()));
-  }
+//   void* p = take_record(tag, sizeof(R), w->cache());
+MOTE_ALWAYS_INLINE void* take_record(record_tag tag, std::size_t bytes, task_cache& mine) {
+  if (tag.cached()) return mine.take(tag.cache_class());
+  return take_uncached_record(tag, bytes);
+}
+// The same on a thread with no cache: a fresh block (of the class's full
+// size when the tag is a class, so that any cache can keep it later).
+//
+//   void* p = take_record(tag, sizeof(R));
+MOTE_ALWAYS_INLINE void* take_record(record_tag tag, std::size_t bytes) {
+  if (tag.cached()) return ::operator new(task_cache::size_of(tag.cache_class()));
   return take_uncached_record(tag, bytes);
 }
 
-// Gives back a block from take_record (taken on any thread): it joins mine's
-// list, or goes to the system allocator when there is no cache.
+// Gives back a block from take_record, taken on any thread: it joins mine's
+// list (mine: the calling worker's own cache).
 //
-//   give_record(p, tag, w != nullptr ? &w->cache() : nullptr);
-MOTE_ALWAYS_INLINE void give_record(void* memory, record_tag tag, task_cache* mine) noexcept {
+//   give_record(p, tag, w->cache());
+MOTE_ALWAYS_INLINE void give_record(void* memory, record_tag tag, task_cache& mine) noexcept {
   if (tag.cached()) {
-    if (mine != nullptr) {
-      mine->give(memory, tag.cache_class());
-    } else {
-      ::operator delete(memory);
-    }
-    return;
+    mine.give(memory, tag.cache_class());
+  } else {
+    give_uncached_record(memory, tag);
   }
-  give_uncached_record(memory, tag);
+}
+// The same on a thread with no cache: to the system allocator.
+//
+//   give_record(p, tag);
+MOTE_ALWAYS_INLINE void give_record(void* memory, record_tag tag) noexcept {
+  if (tag.cached()) {
+    ::operator delete(memory);
+  } else {
+    give_uncached_record(memory, tag);
+  }
 }
 
 // A block that goes home: its address and the cache it goes back to (mine
