@@ -17,10 +17,9 @@
 // when it is a constant, recomputes, and passes back with the block:
 //
 //   constexpr record_tag tag = record_tag::of(sizeof(R), alignof(R));
-//   void* p = take_record(tag, sizeof(R), w->cache());  // or take_record(tag, sizeof(R)) off a
-//   worker
+//   void* p = take_record(tag, sizeof(R), w->cache());  // off a worker: no cache
 //   ...
-//   give_record(p, tag, v->cache());  // on any worker v, or give_record(p, tag) off one
+//   give_record(p, tag, v->cache());  // on any worker v; off one: give_record(p, tag)
 #pragma once
 
 #include <atomic>
