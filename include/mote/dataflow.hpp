@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "mote/detail/dataflow_records.hpp"
 #include "mote/detail/worker.hpp"
 #include "mote/runtime.hpp"
 #include "mote/task_group.hpp"
@@ -145,10 +146,6 @@ struct reduction_identity<std::logical_and<U>, T> {
   static T value() { return T(true); }
 };
 
-namespace detail {
-struct reduction_vtable;
-}  // namespace detail
-
 // A task reduction over x, as Nanos6 treats them: the adjacent reduction
 // accesses to x with the same operator form one reduction; each worker
 // accumulates into a private copy (initialized to the identity), handed to
@@ -181,167 +178,9 @@ reduction_access<Op, T> reduction(Op op, T& x, T identity) {
   return {std::move(op), std::addressof(x), std::move(identity)};
 }
 
-class dataflow;
-
 namespace detail {
 
-struct df_task;
-struct df_group_info;
-
-// Type-erased operations of one reduction type (Op, T). Its address tells
-// reductions apart: only accesses with the same vtable join one reduction.
-struct reduction_vtable {
-  // Makes the shared state of a new reduction from the spec (a
-  // reduction_access<Op, T>), with `slots` private copies.
-  df_group_info* (*make)(const void* spec, unsigned slots);
-};
-
-// The operator that folds a reduction's private copies into its target: its
-// own, except for minus, whose copies are added (each holds what its tasks
-// subtracted from 0, as in OpenMP's `-` reduction).
-template <class Op>
-struct reduction_combiner {
-  static Op& of(Op& op) noexcept { return op; }
-};
-template <class U>
-struct reduction_combiner<std::minus<U>> {
-  static std::plus<U> of(std::minus<U>&) noexcept { return {}; }
-};
-
-// State shared by the accesses of one group: a reduction's private copies,
-// or the token that makes commutative tasks exclude each other.
-struct df_group_info {
-  virtual ~df_group_info() = default;
-  // Reductions: the calling worker's private copy (created on first use).
-  virtual void* slot(unsigned index) { (void)index; return nullptr; }
-  // Reductions: folds the copies into the target (once, by whoever ends the
-  // reduction; every copy's writer has finished).
-  virtual void combine() {}
-};
-
-template <class Op, class T>
-struct reduction_state final : df_group_info {
-  struct alignas(cache_line) cell {
-    bool used = false;
-    alignas(T) unsigned char storage[sizeof(T)];
-  };
-  Op op;
-  T* target;
-  T identity;
-  unsigned count;
-  cell* cells;
-
-  reduction_state(const reduction_access<Op, T>& spec, unsigned slots)
-      : op(spec.op), target(spec.target), identity(spec.identity), count(slots), cells(new cell[slots]) {}
-  ~reduction_state() override {
-    for (unsigned i = 0; i < count; ++i) {
-      if (cells[i].used) std::launder(reinterpret_cast<T*>(cells[i].storage))->~T();
-    }
-    delete[] cells;
-  }
-  void* slot(unsigned index) override {
-    cell& c = cells[index];
-    if (!c.used) {
-      ::new (c.storage) T(identity);
-      c.used = true;
-    }
-    return std::launder(reinterpret_cast<T*>(c.storage));
-  }
-  void combine() override {
-    auto&& fold = reduction_combiner<Op>::of(op);
-    for (unsigned i = 0; i < count; ++i) {
-      if (cells[i].used)
-        *target = fold(std::move(*target), *std::launder(reinterpret_cast<T*>(cells[i].storage)));
-    }
-  }
-  static df_group_info* make(const void* spec, unsigned slots) {
-    return new reduction_state(*static_cast<const reduction_access<Op, T>*>(spec), slots);
-  }
-  static constexpr reduction_vtable vtable{&reduction_state::make};
-};
-
-// One access of a task, as the dependency system keeps it. Only `flags` is
-// shared; the rest is written by the registering thread before the access is
-// published (by the fetch-or that links it to its predecessor, or that makes
-// its task ready) and read-only afterwards, except `successor`, written once
-// by the registrant of the next access before it sets the successor bit.
-struct df_access {
-  std::atomic<std::uint32_t> flags;
-  access_type type;
-  bool pred_task_link;   // readied by a predecessor task (trace flows, the graph)
-  std::uint16_t index;   // in its task
-  const void* address;
-  std::size_t size;
-  df_access* successor;
-  df_task* task;
-  df_group_info* group;  // reduction or commutative state, shared along the group
-  const reduction_vtable* red;  // reductions: the operator's vtable
-};
-
-// A data-flow task record: a task_group task (counted in the scope's group)
-// with its accesses and its callable, in one block from the worker's cache.
-struct df_task : group_task_base {
-  // Accesses not yet satisfied, plus one while registering. Whoever takes it
-  // to zero hands the task to the scheduler.
-  std::atomic<std::int32_t> blocked;
-  // Accesses not yet final, plus one until the task has finished running.
-  // Whoever takes it to zero frees the record.
-  std::atomic<std::int32_t> live;
-  // Set before the task is readied (published by `blocked`): a predecessor
-  // failed, so this one is skipped and fails its successors in turn.
-  std::atomic<bool> poisoned;
-  std::uint16_t num_accesses;
-  std::uint8_t cache_class;   // task_cache class; kClasses: operator new; 0xff: aligned new
-  std::uint32_t record_align; // the record's alignment (for aligned new)
-  bool commutative;           // holds commutative accesses: takes their tokens before running
-  std::uint16_t tokens_taken; // commutative tokens held, in address order (under their mutexes)
-  df_task* next_waiting;      // the next task in the waiting list of a token (under its mutex)
-  df_access* accesses;
-  dataflow* scope;
-  worker* home;               // the worker whose cache the block came from, or nullptr
-  std::uint64_t trace_id;     // MOTE_TRACE: flow arrows
-  const void* trace_what;     // the task's function (or name) for the trace
-  bool trace_named;
-  // Runs the callable (not the dependency work); destroys it.
-  void (*body)(df_task*, worker&);
-  void (*destroy)(df_task*) noexcept;
-};
-
-// The registration table of a scope: first address -> last access, owned by
-// the spawning thread. Open addressing; starts inline, grows on the heap (in
-// reserve() only, so that a registration that has begun to link cannot fail).
-struct df_table {
-  struct entry {
-    const void* address;
-    df_access* last;
-  };
-  static constexpr std::uint32_t kInline = 16;
-  entry* slots = inline_;
-  std::uint32_t mask = kInline - 1;
-  std::uint32_t used = 0;
-  entry inline_[kInline] = {};
-
-  df_table() = default;
-  ~df_table();
-  df_table(const df_table&) = delete;
-  df_table& operator=(const df_table&) = delete;
-  // Room for `more` new addresses: that many find_or_insert() calls follow
-  // without growing. Throws std::bad_alloc (then the table is unchanged).
-  MOTE_API void reserve(std::uint32_t more);
-  // The entry of address, or nullptr.
-  MOTE_API const entry* find(const void* address) const noexcept;
-  // The entry of address, made (with no last access) when missing; needs
-  // room (reserve()).
-  MOTE_API entry& find_or_insert(const void* address) noexcept;
-  MOTE_API void clear() noexcept;
-};
-
 // What spawn needs of one argument: an access, or a typed reduction.
-template <class A>
-struct is_reduction : std::false_type {};
-template <class Op, class T>
-struct is_reduction<reduction_access<Op, T>> : std::true_type {};
-
 template <class A>
 constexpr bool is_access_arg_v =
     std::is_same_v<std::decay_t<A>, access> || is_reduction<std::decay_t<A>>::value;
@@ -361,69 +200,6 @@ df_access_desc describe(const A& a) noexcept {
     return {a, nullptr, nullptr};
   }
 }
-
-// The worker's private copy for the reduction access acc (an argument of the
-// callable).
-MOTE_API void* reduction_slot(df_access& acc, worker& w);
-
-template <std::size_t I, class A>
-auto reduction_arg(df_access* acc, worker& w) {
-  if constexpr (is_reduction<A>::value) {
-    using T = std::remove_pointer_t<decltype(std::declval<A>().target)>;
-    return std::tuple<T&>(*static_cast<T*>(reduction_slot(acc[I], w)));
-  } else {
-    return std::tuple<>();
-  }
-}
-
-template <class F, class... A>
-struct df_record final : df_task {
-  F fn;
-
-  struct from_callable {};
-  template <class G>
-  df_record(from_callable, G&& g) : fn(std::forward<G>(g)) {}
-
-  static void run_body(df_task* base, worker& w) {
-    auto* self = static_cast<df_record*>(base);
-    call(self, w, std::index_sequence_for<A...>{});
-  }
-  template <std::size_t... I>
-  static void call(df_record* self, worker& w, std::index_sequence<I...>) {
-    auto args = std::tuple_cat(reduction_arg<I, A>(self->accesses, w)...);
-    std::apply(self->fn, args);
-  }
-  // Ends the callable's lifetime; the rest of the record is trivially
-  // destructible and stays until its accesses are final.
-  static void destroy_record(df_task* base) noexcept { std::destroy_at(&static_cast<df_record*>(base)->fn); }
-};
-
-// The compiled side of spawn (src/dataflow/dataflow.cpp).
-struct df_spawn_info {
-  std::size_t record_size;   // bytes of the record type
-  std::size_t record_align;
-  const void* trace_what;
-  bool trace_named;
-};
-// Allocates a record block with room for n accesses after `record_size`
-// bytes; *accesses receives where they go.
-MOTE_API void* df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, df_access** accesses,
-                           std::uint8_t* cache_class);
-MOTE_API void df_deallocate(void* block, std::uint8_t cache_class, std::size_t align) noexcept;
-// Registers t's accesses (already described in descs) and readies it when
-// nothing blocks it. Throws mote::usage_error for misuse, and what making the
-// task's group state throws (std::bad_alloc, a reduction identity's copy):
-// then nothing of t was registered, the scope is as before the call, and the
-// caller destroys t.
-MOTE_API void df_register(dataflow& df, df_task* t, const df_access_desc* descs, std::uint32_t n);
-// A data-flow task's task::execute.
-MOTE_API void df_task_run(task* base, worker& w) noexcept;
-// The data-flow task whose body the calling thread is running (innermost), or
-// nullptr; and setting it (returns the previous one), so that work run for
-// that body on another thread (a loop's helpers) nests its scopes as the body
-// itself would.
-MOTE_API df_task* df_current_task() noexcept;
-MOTE_API df_task* df_exchange_current_task(df_task* t) noexcept;
 
 }  // namespace detail
 
@@ -557,19 +333,17 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
     named = false;
   }
   const detail::df_spawn_info info{sizeof(record), alignof(record), what, named};
-  detail::df_access* accesses = nullptr;
-  std::uint8_t cls = 0;
-  void* memory = detail::df_allocate(info, n, w, &accesses, &cls);
+  const detail::df_block block = detail::df_allocate(info, n, w);
   record* t;
   try {
-    t = ::new (memory) record(typename record::from_callable{}, std::forward<F>(f));
+    t = ::new (block.memory) record(typename record::from_callable{}, std::forward<F>(f));
   } catch (...) {
-    detail::df_deallocate(memory, cls, alignof(record));
+    detail::df_deallocate(block);
     throw;
   }
-  t->accesses = accesses;
-  t->cache_class = cls;
-  t->record_align = alignof(record);
+  t->accesses = block.accesses;
+  t->tag = block.tag;
+  t->home = block.home;
   t->body = &record::run_body;
   t->destroy = &record::destroy_record;
   t->trace_what = what;
@@ -578,7 +352,7 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
     detail::df_register(*this, t, descs, n);
   } catch (...) {
     t->~record();
-    detail::df_deallocate(memory, cls, alignof(record));
+    detail::df_deallocate(block);
     throw;
   }
 }

@@ -57,28 +57,19 @@ struct group_task final : group_task_base {
   }
   static void run(task* base, worker& w) noexcept;
 
-  // Records up to task_cache::kLargest bytes come from the worker's cache.
-  static constexpr int kClass = task_cache::class_of(sizeof(group_task));
-  static constexpr bool kCached =
-      kClass < task_cache::kClasses && alignof(group_task) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
-
-  // w: the calling worker (any runtime's), or nullptr on other threads.
+  // Its block (task_alloc.hpp): from the calling worker's cache, whichever
+  // worker ends the task gives it to its own. w: the calling worker (any
+  // runtime's), or nullptr on other threads.
+  static constexpr record_tag kTag = record_tag::of(sizeof(group_task), alignof(group_task));
   static void* allocate(worker* w) {
-    if constexpr (kCached) {
-      return w != nullptr ? w->cache().take(kClass) : ::operator new(task_cache::size_of(kClass));
-    } else {
-      return ::operator new(sizeof(group_task), std::align_val_t(alignof(group_task)));
-    }
+    return w != nullptr ? take_record(kTag, sizeof(group_task), w->cache())
+                        : take_record(kTag, sizeof(group_task));
   }
   static void deallocate(void* p, worker* w) noexcept {
-    if constexpr (kCached) {
-      if (w != nullptr) {
-        w->cache().give(p, kClass);
-      } else {
-        ::operator delete(p);
-      }
+    if (w != nullptr) {
+      give_record(p, kTag, w->cache());
     } else {
-      ::operator delete(p, std::align_val_t(alignof(group_task)));
+      give_record(p, kTag);
     }
   }
 };

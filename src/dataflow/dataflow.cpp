@@ -160,9 +160,6 @@ bool pools_enabled() {
 
 std::atomic<std::uint64_t> next_trace_id{1};
 
-// df_task::cache_class of a block from aligned operator new.
-constexpr std::uint8_t kAlignedNew = 0xff;
-
 // Commutative tasks of one group exclude each other through this token. A
 // task takes the tokens of all its commutative accesses, in address order,
 // before it runs: when one is held it waits in that token's list, keeping
@@ -332,26 +329,9 @@ struct engine {
 };
 
 void free_record(df_task* t, worker* w) noexcept {
-  void* block = t;
-  const std::uint8_t cls = t->cache_class;
-  worker* home = t->home;
   // The callable was destroyed when the task ran (or failed to register);
   // what is left is trivially destructible.
-  if (cls == kAlignedNew) {
-    ::operator delete(block, std::align_val_t(t->record_align));
-    return;
-  }
-  if (cls >= task_cache::kClasses) {
-    ::operator delete(block);
-    return;
-  }
-  if (home != nullptr && w != nullptr && &w->runtime() == &home->runtime()) {
-    w->cache().give_home(block, cls, home->cache());
-  } else if (w != nullptr && home == nullptr) {
-    w->cache().give(block, cls);
-  } else {
-    ::operator delete(block);
-  }
+  give_record_home(t, t->tag, t->home, w != nullptr ? &w->cache() : nullptr);
 }
 
 void engine::release_access(df_task* t) noexcept {
@@ -460,45 +440,21 @@ void* reduction_slot(df_access& acc, worker& w) { return acc.group->slot(w.index
 
 // ---- Allocation -----------------------------------------------------------------
 
-void* df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, df_access** accesses,
-                  std::uint8_t* cache_class) {
+df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w) {
   const std::size_t align = alignof(df_access);
   const std::size_t head = (info.record_size + align - 1) / align * align;
   const std::size_t bytes = head + n * sizeof(df_access);
-  const int cls = task_cache::class_of(bytes);
-  void* block;
-  if (cls < task_cache::kClasses && info.record_align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__ && w != nullptr &&
-      pools_enabled()) {
-    block = w->cache().take_returnable(cls);
-    *cache_class = static_cast<std::uint8_t>(cls);
-  } else if (info.record_align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
-    block = ::operator new(bytes);
-    *cache_class = task_cache::kClasses;  // plain operator new
-  } else {
-    // An over-aligned callable: the class byte says how to free it.
-    block = ::operator new(bytes, std::align_val_t(info.record_align));
-    *cache_class = kAlignedNew;
-    static_assert(task_cache::kClasses < kAlignedNew);
-  }
-  *accesses = reinterpret_cast<df_access*>(static_cast<char*>(block) + head);
-  return block;
+  const record_tag tag = pools_enabled() ? record_tag::of(bytes, info.record_align)
+                                         : record_tag::uncached(info.record_align);
+  const homed_record block =
+      take_record_with_home(tag, bytes, w != nullptr ? &w->cache() : nullptr);
+  auto* accesses = reinterpret_cast<df_access*>(static_cast<char*>(block.memory) + head);
+  return {block.memory, accesses, tag, block.home};
 }
 
-void df_deallocate(void* block, std::uint8_t cache_class, std::size_t align) noexcept {
-  if (cache_class == kAlignedNew) {
-    ::operator delete(block, std::align_val_t(align));
-    return;
-  }
-  if (cache_class >= task_cache::kClasses) {
-    ::operator delete(block);
-    return;
-  }
+void df_deallocate(const df_block& block) noexcept {
   worker* w = current_worker;
-  if (w != nullptr) {
-    w->cache().give(block, cache_class);
-  } else {
-    ::operator delete(block);
-  }
+  give_record_home(block.memory, block.tag, block.home, w != nullptr ? &w->cache() : nullptr);
 }
 
 }  // namespace detail
@@ -692,7 +648,6 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   // record is private until the first link (an acq_rel fetch-or on a
   // predecessor) or the hand-off to the scheduler publishes it.
   t->poisoned.store(false, std::memory_order_relaxed);
-  t->home = (w != nullptr && t->cache_class < task_cache::kClasses) ? w : nullptr;
   t->commutative = false;
   t->tokens_taken = 0;
   t->next_waiting = nullptr;

@@ -86,7 +86,7 @@ class backoff {
 
 }  // namespace mote::detail
 
-// Task records are recycled through per-worker caches (worker.hpp), which
+// Task records are recycled through per-worker caches (task_alloc.hpp), which
 // would hide a use-after-free of a record from AddressSanitizer: a freed block
 // is reused, never poisoned. ASan builds give every record back to the
 // allocator instead. (Blocks are interchangeable, so code built either way

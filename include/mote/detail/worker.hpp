@@ -16,6 +16,7 @@
 #include "mote/detail/platform.hpp"
 #include "mote/detail/split_deque.hpp"
 #include "mote/detail/task.hpp"
+#include "mote/detail/task_alloc.hpp"
 #include "mote/export.hpp"
 
 namespace mote {
@@ -73,99 +74,6 @@ inline constexpr std::uint32_t kJoinAdaptive = 4;
 // A per-thread address, unique among live threads: the address of this
 // thread's current_worker slot. Cheap (an %fs-relative address).
 inline const void* thread_token() noexcept { return &current_worker; }
-
-// Memory for task_group's task records: per-worker free lists of a few block
-// sizes, so that a spawn and the end of a task cost a few instructions rather
-// than a trip to malloc. Blocks are operator-new memory of exactly their
-// class's size, so they are interchangeable: a block taken on one worker and
-// given back on another (by a thief), or allocated by a thread that is not a
-// worker, simply joins the list of the worker that frees it. Owner only.
-class task_cache {
- public:
-  static constexpr std::size_t kSmallest = 64;
-  static constexpr int kClasses = 5;  // 64, 128, 256, 512 and 1024 bytes
-  static constexpr std::size_t kLargest = kSmallest << (kClasses - 1);
-  // Blocks kept per class; more are returned to the system allocator. A
-  // worker that runs what others spawn (a thief) would otherwise hoard them.
-  static constexpr std::uint32_t kKeep = 16384;
-
-  // The class of a record of `bytes`; kClasses when it is too large (such
-  // records use operator new directly).
-  static constexpr int class_of(std::size_t bytes) noexcept {
-    int c = 0;
-    while (c < kClasses && (kSmallest << c) < bytes) ++c;
-    return c;
-  }
-  static constexpr std::size_t size_of(int cls) noexcept { return kSmallest << cls; }
-
-  void* take(int cls) {
-#if MOTE_TASK_CACHE
-    if (free_block* b = head_[cls]) {
-      head_[cls] = b->next;
-      --count_[cls];
-      return b;
-    }
-#endif
-    return ::operator new(size_of(cls));
-  }
-  void give(void* p, int cls) noexcept {
-#if MOTE_TASK_CACHE
-    if (count_[cls] < kKeep) {
-      auto* b = static_cast<free_block*>(p);
-      b->next = head_[cls];
-      head_[cls] = b;
-      ++count_[cls];
-      return;
-    }
-#endif
-    (void)cls;  // unused without the cache
-    ::operator delete(p);
-  }
-
-  // Blocks that remember where they came from (data-flow records) go home:
-  // a block of `home`'s freed by this cache's owner joins a batch, and a full
-  // batch (or one for another home) is pushed onto home's return stack with
-  // one CAS; home takes back all its returned blocks with one exchange when
-  // its own list runs dry. So a producer worker whose records are freed by a
-  // consumer keeps drawing on them, and neither touches the system allocator.
-  // Owner of this cache only; `home` is any live cache of the same runtime.
-  MOTE_API void give_home(void* p, int cls, task_cache& home) noexcept;
-  // take() for blocks that go home: its own list, then its returned blocks.
-  void* take_returnable(int cls) {
-#if MOTE_TASK_CACHE
-    // Relaxed: a look only; reclaim()'s acquire exchange is what takes the
-    // blocks and their links. A batch missed here is taken next time.
-    if (head_[cls] == nullptr && returned_[cls].load(std::memory_order_relaxed) != nullptr) reclaim(cls);
-#endif
-    return take(cls);
-  }
-
-  task_cache() = default;
-  ~task_cache();
-  task_cache(const task_cache&) = delete;
-  task_cache& operator=(const task_cache&) = delete;
-
- private:
-  static constexpr std::uint32_t kBatch = 32;
-  struct free_block {
-    free_block* next;
-    free_block* next_batch;  // on a return stack: the batch under this one
-  };
-  struct batch {
-    task_cache* home = nullptr;
-    free_block* head = nullptr;
-    std::uint32_t count = 0;
-  };
-  MOTE_API void reclaim(int cls) noexcept;
-  void send(int cls) noexcept;
-
-  free_block* head_[kClasses] = {};
-  std::uint32_t count_[kClasses] = {};
-  batch outgoing_[kClasses];
-  // Written by the caches of other workers (give_home), so on lines of their own.
-  alignas(cache_line) std::atomic<free_block*> returned_[kClasses] = {};
-  char pad_[cache_line - (kClasses * sizeof(void*)) % cache_line] = {};
-};
 
 class alignas(cache_line) worker {
  public:
@@ -338,7 +246,7 @@ class alignas(cache_line) worker {
   unsigned loop_depth_ = 0;
   unsigned loops_open_ = 0;
   loop_desc* loop_frames_[kMaxLoopDepth][kMaxLoopDepth] = {};
-  task_cache cache_;
+  task_cache cache_{runtime_};  // record blocks (task_alloc.hpp); go home within this runtime
 
   // ---- The groups whose tasks run here: written by the owner, read by
   // thieves (group_of_frame). Levels past kLevels are counted, not recorded.
