@@ -8,7 +8,8 @@
 #   tsan      ThreadSanitizer build in build/tsan, ctest without the install test
 #   asan      AddressSanitizer + UBSan build with clang++ in build/asan-clang, ctest without
 #             the install test (the other builds use g++: every file compiles with both)
-#   tidy      clang-tidy (.clang-tidy) over src/, with build/release's compile commands
+#   tidy      the core's include rule (scripts/check_includes.py), then clang-tidy
+#             (.clang-tidy) over src/, with build/release's compile commands
 #   docs      every complete ```cpp program in README.md and docs/*.md compiles
 # Every stage runs even when an earlier one failed; the last line sums them up
 # and the exit status is nonzero when any failed.
@@ -59,6 +60,9 @@ stage_asan() {
 }
 
 stage_tidy() {
+  # The core includes no model and no scheduler policy (docs/design.md).
+  local rule=0
+  /usr/bin/python3 "$root/scripts/check_includes.py" --root "$root" || rule=$?
   local db="$root/build/release/compile_commands.json"
   if [[ ! -f $db ]]; then
     cmake -S "$root" -B "$root/build/release" -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -89,6 +93,9 @@ for e in json.load(open(sys.argv[2])):
     -e '^Use -header-filter=' -e '^[0-9]* warnings\? treated as errors$' "$log" || true
   if grep -q 'warning:' "$log"; then
     echo "clang-tidy: the warnings above are reported, not fatal (see .clang-tidy)"
+  fi
+  if [[ $rule -ne 0 ]]; then
+    return 1
   fi
   return "$status"
 }

@@ -264,11 +264,11 @@ struct adaptive_depth_guard {
 // work-first path) or the pair runs here. A timed offload whose g was
 // stolen measures the hand-off as the time the pair took beyond f's run.
 template <bool Instrumented, class F, class G>
-auto join_adaptive(worker* w, site* s, F& f, G& g) {
-  offload_model& m = *w->model();
-  const std::uint32_t salt = w->adaptive_depth();
+auto join_adaptive(worker* w, join_offload& o, site* s, F& f, G& g) {
+  offload_model& m = o.model;
+  const std::uint32_t salt = o.depth;
   offload_model::entry& e = m.find(s, salt);
-  adaptive_depth_guard depth(w->adaptive_depth());
+  adaptive_depth_guard depth(o.depth);
   switch (m.decide(e)) {
     case offload_model::choice::here:
       if constexpr (Instrumented) w->note_inlined(s->name());
@@ -325,9 +325,9 @@ auto join_adaptive(worker* w, site* s, F& f, G& g) {
 // join off its plain path: instrumented, adaptive, or both.
 template <class F, class G>
 MOTE_NOINLINE auto join_slow(worker* w, site* s, F& f, G& g) {
-  if (w->model() != nullptr) {
-    if (w->instrumented()) return join_adaptive<true>(w, s, f, g);
-    return join_adaptive<false>(w, s, f, g);
+  if (auto* o = static_cast<join_offload*>(w->slot(kAdaptiveSlot))) {
+    if (w->instrumented()) return join_adaptive<true>(w, *o, s, f, g);
+    return join_adaptive<false>(w, *o, s, f, g);
   }
   return join_body<true>(w, f, g);
 }

@@ -1,5 +1,6 @@
 // Adaptive offloading's shared pieces: the cycle counter's rate, the sites'
-// totals and their MOTE_STATS lines.
+// totals and their MOTE_STATS lines; and join's model, attached to each
+// worker of an adaptive runtime.
 #include "mote/detail/adaptive.hpp"
 
 #include <algorithm>
@@ -9,6 +10,9 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "runtime/extension.hpp"
+#include "runtime/runtime_impl.hpp"
 
 namespace mote::detail {
 
@@ -102,5 +106,42 @@ void flush_site(site* s, std::uint64_t offloaded, std::uint64_t inlined) noexcep
     // Release: the link written above is visible to print_sites' acquire.
   } while (!listed_sites.compare_exchange_weak(head, s, std::memory_order_release, std::memory_order_relaxed));
 }
+
+// ---- join's model: one per worker (runtime_options::adaptive) ----------------
+
+namespace {
+
+void* make_join_offload(worker& w, void*) {
+  const runtime_impl& rt = w.runtime();
+  if (!rt.config().adaptive) return nullptr;
+  // Re-probe within a quarter of the spin window (a site's work is half of
+  // its pairs' time, or less): while this worker runs its pairs
+  // in place the others find no work, and a probe must come before they
+  // park (a probe to a parked worker is not stolen, and measures nothing).
+  // Hand-off samples over 20 us were a sleeping or busy thief: not the
+  // cost of a hand-off to a worker that is looking for work.
+  const std::int64_t spin_us = rt.spin_ns() / 1000;
+  const std::uint64_t probe_us = spin_us > 0 ? static_cast<std::uint64_t>(std::clamp<std::int64_t>(spin_us / 4, 5, 500)) : 500;
+  return new join_offload(offload_model::defaults(probe_us, 20));
+}
+
+// Adds its counts to the sites (MOTE_STATS).
+void free_join_offload(void* p) noexcept { delete static_cast<join_offload*>(p); }
+
+}  // namespace
+
+extern const model_hooks adaptive_join_model;
+const model_hooks adaptive_join_model = {
+    .name = "adaptive join",
+    .slot = kAdaptiveSlot,
+    .make_runtime = nullptr,
+    .free_runtime = nullptr,
+    .make_worker = make_join_offload,
+    .free_worker = free_join_offload,
+    .thread_begin = nullptr,
+    .thread_end = nullptr,
+    .help = nullptr,
+    .visible = nullptr,
+};
 
 }  // namespace mote::detail

@@ -16,6 +16,7 @@
 #include "mote/topology.hpp"
 #include "mote/trace.hpp"
 #include "runtime/config.hpp"
+#include "runtime/extension.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -451,9 +452,59 @@ void assistant::state::main(assistant* a) {
   }
 }
 
+namespace detail {
+namespace {
+
+// The worker slot that holds a worker's assistant (runtime_options::assistants).
+constexpr unsigned kAssistantSlot = 1;
+
+// Made on the worker's thread: an assistant pins itself near its owner's CPU
+// and belongs to the thread that made it.
+void start_worker_assistant(worker& w) noexcept {
+  const resolved_config& config = w.runtime().config();
+  if (!config.assistants) return;
+  try {
+    assistant_options options;
+    options.adaptive = config.assistants_adaptive;
+    w.set_slot(kAssistantSlot, new assistant(options));
+  } catch (const std::exception& e) {
+    // Without an assistant this worker still runs its tasks; a task asking
+    // this_worker_assistant() gets nullptr and splits nothing. Say so once
+    // per worker rather than fail silently.
+    std::fprintf(stderr, "mote: worker %u runs without an assistant: %s\n", w.index(), e.what());
+  }
+}
+
+void stop_worker_assistant(worker& w) noexcept {
+  auto* a = static_cast<assistant*>(w.slot(kAssistantSlot));
+  w.set_slot(kAssistantSlot, nullptr);
+  delete a;
+}
+
+}  // namespace
+
+// No free_worker: the slot is empty once the thread has ended (in a child
+// process after fork(), where the thread never ends, the assistant is left
+// behind with it).
+extern const model_hooks assistant_model;
+const model_hooks assistant_model = {
+    .name = "assistant",
+    .slot = kAssistantSlot,
+    .make_runtime = nullptr,
+    .free_runtime = nullptr,
+    .make_worker = nullptr,
+    .free_worker = nullptr,
+    .thread_begin = start_worker_assistant,
+    .thread_end = stop_worker_assistant,
+    .help = nullptr,
+    .visible = nullptr,
+};
+
+}  // namespace detail
+
 assistant* this_worker_assistant() noexcept {
   detail::worker* w = detail::current_worker;
-  return w ? w->assistant() : nullptr;
+  return w ? static_cast<assistant*>(w->slot(detail::kAssistantSlot)) : nullptr;
 }
 
 }  // namespace mote

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mote/detail/loops.hpp"
 #include "runtime/config.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -572,7 +573,7 @@ bool in_spawning_frame(const void* spawner, const detail::df_task* spawner_task,
   if (detail::thread_token() != spawner || tl_current != spawner_task) return false;
   const detail::worker* w = detail::current_worker;
   return w == nullptr ||
-         (w->current_group() == spawner_group && w->loop_depth() == spawner_loop_depth);
+         (w->current_group() == spawner_group && detail::loops_of(*w).depth == spawner_loop_depth);
 }
 
 // Do [lo, lo + size) and [plo, plo + psize) share a byte (or the first one)?
@@ -836,7 +837,7 @@ void dataflow::construct() {
   spawner_task_ = cur;
   const detail::worker* w = detail::current_worker;
   spawner_group_ = w != nullptr ? w->current_group() : nullptr;
-  spawner_loop_depth_ = w != nullptr ? w->loop_depth() : 0;
+  spawner_loop_depth_ = w != nullptr ? detail::loops_of(*w).depth : 0;
   // Nested in the innermost data-flow body this thread runs, if this frame is
   // that body's (or a loop body of it, which runs in its group on every
   // worker): not when a task of another group started on top of it since,

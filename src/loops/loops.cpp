@@ -15,6 +15,7 @@
 #include "mote/runtime.hpp"
 #include "mote/task_group.hpp"
 #include "mote/trace.hpp"
+#include "runtime/extension.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -284,8 +285,9 @@ struct trace_scope {
 void participate(worker& w, unsigned body_depth, loop_job& job, loop_claimer& claims,
                  const task_group* group) noexcept {
   claims.watch(group);
-  const unsigned saved = w.loop_depth();
-  w.set_loop_depth(body_depth);
+  loop_worker& mine = loops_of(w);
+  const unsigned saved = mine.depth;
+  mine.depth = body_depth;
   {
     trace_scope scope(w, w.instrumented());
     // The template's participate catches what bodies throw; nothing else
@@ -293,7 +295,7 @@ void participate(worker& w, unsigned body_depth, loop_job& job, loop_claimer& cl
     // process as any noexcept failure would.
     job.participate(job, claims);
   }
-  w.set_loop_depth(saved);
+  mine.depth = saved;
   worker_stats& st = w.stats();
   st.loop_batches += claims.batches();
   st.loop_remote += claims.remote_batches();
@@ -482,6 +484,17 @@ bool loop_claimer::next_elsewhere(std::uint64_t* begin, std::uint64_t* end) noex
 
 namespace {
 
+// After a loop's publication: wakes up to `count` members of team other than
+// self that sleep (or cancels their announcement).
+void wake_for_loop(runtime_impl& rt, worker& self, const loop_team& team, unsigned count) noexcept {
+  if (count == 0 || !rt.has_sleepers()) return;
+  const unsigned seats = team.size();
+  const unsigned mine = static_cast<unsigned>(team.seat_of[self.index()]);
+  for (unsigned k = 1; k < seats && count != 0; ++k) {
+    if (rt.wake_idle(rt.worker_at(team.members[(mine + k) % seats]))) --count;
+  }
+}
+
 // The batch of about kTargetTicks for a body that ran `units` in `ticks`,
 // moving at most 4x from the last estimate (one preempted run should not
 // swing it).
@@ -500,20 +513,21 @@ std::uint64_t learn_batch(std::uint64_t last, std::uint64_t units, std::uint64_t
 void run_loop(worker& w, loop_job& job) {
   if (job.units == 0) return;
   runtime_impl& rt = w.runtime();
-  const unsigned depth = w.loop_depth();
-  const unsigned open = w.loops_open();
+  loop_worker& state = loops_of(w);
+  const unsigned depth = state.depth;
+  const unsigned open = state.leading;
   const bool one_batch = job.grain != 0 && job.units <= job.grain;
   if (rt.num_workers() == 1 || depth >= kMaxLoopDepth || open >= kMaxLoopDepth || one_batch ||
-      rt.teams().team(w.index(), depth).size() < 2) {
+      state.teams->team(w.index(), depth).size() < 2) {
     loop_claimer alone(job.units, job.grain);
     participate(w, depth + 1, job, alone, w.current_group());
     return;
   }
-  const loop_team& team = rt.teams().team(w.index(), depth);
+  const loop_team& team = state.teams->team(w.index(), depth);
   // Keyed by the loops this worker leads already, not by depth alone: from a
   // join's wait inside one of its loop's bodies a worker may join another
   // loop and, in that loop's body, start one at a depth it already leads at.
-  loop_desc*& frame = w.loop_frame(open, depth);
+  loop_desc*& frame = state.frames[open][depth];
   if (frame == nullptr) frame = new loop_desc(team, w, depth);  // may throw: nothing started
   loop_desc& d = *frame;
   if (job.grain == 0 && job.site == d.learnt_site && job.units <= d.learnt_batch) {
@@ -527,15 +541,16 @@ void run_loop(worker& w, loop_job& job) {
     d.learnt_batch = learn_batch(d.learnt_batch, job.units, loop_ticks() - start);
     return;
   }
-  w.set_loops_open(open + 1);
+  state.leading = open + 1;
   open_loop(d, job, w);
-  loop_desc* const outer = w.loop_slot().load(std::memory_order_relaxed);
+  loop_desc* const outer = state.open.load(std::memory_order_relaxed);
   // seq_cst: the Dekker pair of park()'s announcement; either a parking
-  // worker's last look sees this loop, or wake_for_loop() below sees it.
-  w.loop_slot().store(&d, std::memory_order_seq_cst);
+  // worker's last look (loops_visible) sees this loop, or wake_for_loop()
+  // below sees it.
+  state.open.store(&d, std::memory_order_seq_cst);
   const std::uint64_t batches =
       job.grain != 0 ? job.units / job.grain + (job.units % job.grain != 0 ? 1 : 0) : job.units;
-  rt.wake_for_loop(w, team, static_cast<unsigned>(std::min<std::uint64_t>(team.size() - 1, batches - 1)));
+  wake_for_loop(rt, w, team, static_cast<unsigned>(std::min<std::uint64_t>(team.size() - 1, batches - 1)));
   const unsigned seat = static_cast<unsigned>(team.seat_of[w.index()]);
   loop_claimer mine(d, seat, job.grain, d.hint);
   const std::uint64_t start = loop_ticks();
@@ -544,9 +559,9 @@ void run_loop(worker& w, loop_job& job) {
   // No new participant after this is any use. Release only keeps this store
   // after the claims above; nothing is published through it: a worker that
   // still reads &d tries the gate, which decides (and closes below).
-  w.loop_slot().store(outer, std::memory_order_release);
+  state.open.store(outer, std::memory_order_release);
   close_loop(d, w);
-  w.set_loops_open(open);
+  state.leading = open;
   if (job.grain == 0) {
     // What the leader's own part took, per unit: a loop too short for its
     // batches to grow still tells what one batch of about kTargetTicks is.
@@ -574,6 +589,7 @@ void start_loop(loop_job& job) {
 }
 
 // ---- The runtime's side: idle workers, parking, wake-ups --------------------
+// The model's hooks (src/models.cpp lists them), and what they use.
 
 namespace {
 
@@ -612,45 +628,67 @@ bool open_for(const loop_desc* d, const worker& self) noexcept {
   return d != nullptr && d->team.seat_of[self.index()] >= 0 && !d->dry.load(std::memory_order_relaxed);
 }
 
-}  // namespace
 
-bool runtime_impl::help_loops(worker& self) noexcept {
-  const auto n = static_cast<unsigned>(workers_.size());
+// An idle worker joins an open loop of a team it belongs to and runs its
+// batches. True when it ran at least one.
+bool help_loops(worker& self) noexcept {
+  runtime_impl& rt = self.runtime();
+  const unsigned n = rt.num_workers();
   for (unsigned k = 1; k < n; ++k) {
-    worker& v = *workers_[(self.index() + k) % n];
+    const worker& v = rt.worker_at((self.index() + k) % n);
     // Acquire: the desc's constant fields (team, depth) were written before
     // the first publication; the loop's own fields are read after the gate.
-    loop_desc* d = v.loop_slot().load(std::memory_order_acquire);
+    loop_desc* d = loops_of(v).open.load(std::memory_order_acquire);
     if (open_for(d, self) && join_loop(*d, self)) return true;
   }
   return false;
 }
 
-bool runtime_impl::loops_visible(worker& self) noexcept {
-  for (auto& w : workers_) {
-    if (w.get() == &self) continue;
+// park()'s last look: an open loop self could join.
+bool loops_visible(worker& self) noexcept {
+  runtime_impl& rt = self.runtime();
+  const unsigned n = rt.num_workers();
+  for (unsigned i = 0; i < n; ++i) {
+    const worker& w = rt.worker_at(i);
+    if (&w == &self) continue;
     // seq_cst: the Dekker pair of run_loop()'s publication (see park()).
-    if (open_for(w->loop_slot().load(std::memory_order_seq_cst), self)) return true;
+    if (open_for(loops_of(w).open.load(std::memory_order_seq_cst), self)) return true;
   }
   return false;
 }
 
-void runtime_impl::wake_for_loop(worker& self, const loop_team& team, unsigned count) noexcept {
-  // seq_cst: after the publication of the loop (see park()).
-  if (count == 0 || idle_sleepers_.load(std::memory_order_seq_cst) == 0) return;
-  const unsigned seats = team.size();
-  const unsigned mine = static_cast<unsigned>(team.seat_of[self.index()]);
-  for (unsigned k = 1; k < seats && count != 0; ++k) {
-    worker& m = *workers_[team.members[(mine + k) % seats]];
-    std::atomic<std::uint32_t>& word = m.park_word();
-    std::uint32_t state = word.load(std::memory_order_seq_cst);
-    if (state == kSleeping && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
-      futex_wake(&word, 1);
-      --count;
-    } else if (state == kAnnounced && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
-      --count;  // it looks again instead of sleeping
-    }
-  }
+void* make_teams(runtime_impl& rt) { return new loop_teams(rt.config()); }
+void free_teams(void* teams) noexcept { delete static_cast<loop_teams*>(teams); }
+
+void* make_loop_worker(worker&, void* teams) {
+  auto* state = new loop_worker;
+  state->teams = static_cast<const loop_teams*>(teams);
+  return state;
 }
+
+void free_loop_worker(void* p) noexcept {
+  auto* state = static_cast<loop_worker*>(p);
+  if (state == nullptr) return;
+  for (auto& row : state->frames) {
+    for (loop_desc* d : row) destroy_loop_desc(d);
+  }
+  delete state;
+}
+
+}  // namespace
+
+extern const model_hooks loops_model;
+const model_hooks loops_model = {
+    .name = "loops",
+    .slot = kLoopsSlot,
+    .make_runtime = make_teams,
+    .free_runtime = free_teams,
+    .make_worker = make_loop_worker,
+    .free_worker = free_loop_worker,
+    .thread_begin = nullptr,
+    .thread_end = nullptr,
+    .help = help_loops,
+    .visible = loops_visible,
+};
 
 }  // namespace mote::detail

@@ -32,19 +32,6 @@ void runtime_impl::inject(queued_task* t) noexcept {
   notify_one();
 }
 
-void runtime_impl::schedule(queued_task* t, worker* w) {
-  if (MOTE_UNLIKELY(delegation_ != nullptr)) {
-    schedule_delegated(t, w);  // scheduler/seam.cpp
-    return;
-  }
-  if (w != nullptr && &w->runtime() == this) {
-    if (MOTE_LIKELY(w->pool().push(t))) return;
-    inject(t);  // the pool is full: the injection queue takes it (its mutex, rarely)
-    return;
-  }
-  submit(t);
-}
-
 task* runtime_impl::take_injected() noexcept {
   task* t = nullptr;
   bool more = false;
@@ -106,5 +93,9 @@ void complete_external(external_task& t) noexcept {
 }
 
 runtime_impl* runtime_of(const worker* w) noexcept { return w ? &w->runtime() : nullptr; }
+
+// task_group::spawn's way into the policy under delegation (it is inline and
+// cannot name runtime_impl's members).
+void schedule_task(runtime_impl& rt, queued_task* t, worker* w) { rt.schedule(t, w); }
 
 }  // namespace mote::detail

@@ -10,8 +10,6 @@
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "runtime/trace_impl.hpp"
-#include "loops/loops.hpp"
-#include "scheduler/delegation.hpp"
 
 namespace mote {
 namespace detail {
@@ -27,12 +25,8 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
       (config_.stats ? kInstrumentStats : 0) | (trace_on() ? kInstrumentTrace : 0);
   const std::uint32_t join_bits = instrument | (config_.adaptive ? kJoinAdaptive : 0);
   const int id = instrument & kInstrumentTrace ? trace_next_runtime_id() : 0;
-  if (config_.policy == scheduler_policy::delegation) {
-    std::vector<unsigned> nodes = config_.worker_nodes;
-    nodes.resize(n, 0);
-    delegation_ = std::make_unique<delegation_scheduler>(nodes, config_.num_nodes);
-  }
-  loop_teams_ = std::make_unique<loop_teams>(config_);
+  policy_ = make_scheduler(*this, config_);
+  const bool delegating = policy_->takes_spawns();
   workers_.reserve(n);
   for (unsigned i = 0; i < n; ++i) {
     trace_buffer* trace = nullptr;
@@ -44,8 +38,11 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
     workers_.push_back(std::make_unique<worker>(*this, i, config_.deque_capacity, join_bits, trace));
     // Before the thread starts (its creation publishes it): task_group's
     // spawns on this worker go through schedule().
-    workers_.back()->set_delegating(delegation_ != nullptr);
+    workers_.back()->set_delegating(delegating);
   }
+  // The models' states and slots, before the threads start: their creation
+  // publishes them to every worker.
+  models_.make(*this, workers_);
   threads_.reserve(n);
   std::vector<int> spinners = config_.worker_cpus;
   spinners.resize(n, -1);

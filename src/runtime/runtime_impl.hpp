@@ -20,12 +20,10 @@
 #include "mote/detail/worker.hpp"
 #include "mote/runtime.hpp"
 #include "runtime/config.hpp"
+#include "runtime/extension.hpp"
+#include "scheduler/scheduler.hpp"
 
 namespace mote::detail {
-
-class delegation_scheduler;  // src/scheduler/delegation.hpp
-class loop_teams;            // src/loops/loops.hpp
-struct loop_team;
 
 // ---- fork() (fork.cpp) --------------------------------------------------------
 
@@ -63,42 +61,35 @@ class runtime_impl {
   void check_not_orphaned() const;
 
   // Finds one task for `self` and runs it: the newest of its own pool (the
-  // task_group tasks it spawned), else (under delegation) one from the
-  // delegation scheduler, else injected work (it has waited longest), else a
-  // steal from a random victim (join's records, then pools). False when
-  // there was none. Worker of this runtime only.
+  // task_group tasks it spawned), else one from the scheduler policy's own
+  // queue (delegation's ready queue), else injected work (it has waited
+  // longest), else the models' work (open parallel loops), else a steal from
+  // a random victim (join's records, then pools). False when there was none.
+  // Worker of this runtime only.
   bool help_once(worker& self) noexcept;
 
-  // ---- The scheduler policy seam ----------------------------------------
+  // ---- The scheduler policy (src/scheduler/scheduler.hpp) ----------------
   // Hands a ready task that is not join's (a data-flow task whose inputs are
-  // satisfied; task_group's spawns) to the scheduler. w: the calling
-  // thread's worker (of any runtime), or nullptr. Under work stealing: the
-  // pool of w when it is a worker of this runtime (a task readied by a
-  // finishing task runs where its data is warm, and thieves may take it),
-  // else the injection queue. Never runs t here, never drops it, never
-  // allocates. Throws only what submit() throws, and only when w is not a
-  // worker of this runtime.
-  void schedule(queued_task* t, worker* w);
-  // Under scheduler_policy::delegation (docs/scheduler.md): t enters the
-  // add-queue of w's NUMA node when w is a worker of this runtime, else the
-  // add-queue for outside threads; then notify_one(). Never drops t.
+  // satisfied; task_group's spawns) to the policy. w: the calling thread's
+  // worker (of any runtime), or nullptr. Never runs t here, never drops it,
+  // never allocates. Throws only what submit() throws, and only when w is not
+  // a worker of this runtime.
+  void schedule(queued_task* t, worker* w) { policy_->schedule(t, w); }
+  scheduler& policy() noexcept { return *policy_; }
 
-  // scheduler_policy::delegation only: a ready task for `self` (a worker of
-  // this runtime) from the delegation scheduler, or nullptr; passes a wake-up
-  // on when tasks remain. nullptr at once under work stealing.
-  task* take_ready(worker& self) noexcept;
+  // Appends t to the injection queue and wakes a worker (submit(), and the
+  // work-stealing policy when a worker's pool is full). Links t in: never
+  // allocates. Any thread.
+  void inject(queued_task* t) noexcept;
 
-  // ---- Parallel loops (src/loops/loops.cpp) ------------------------------
-  // Every worker's team at every nesting depth.
-  const loop_teams& teams() const noexcept { return *loop_teams_; }
-  // An idle worker joins an open loop of a team it belongs to and runs its
-  // batches. True when it ran at least one. Worker of this runtime only.
-  bool help_loops(worker& self) noexcept;
-  // park()'s last look: an open loop self could join (seq_cst loads).
-  bool loops_visible(worker& self) noexcept;
-  // After a loop's publication: wakes up to `count` members of team other
-  // than self that sleep (or cancels their announcement), one futex call each.
-  void wake_for_loop(worker& self, const loop_team& team, unsigned count) noexcept;
+  // ---- Waking idle workers, for the models ------------------------------
+  // Is any worker parked or about to park? seq_cst: the notifier's half of
+  // the Dekker pair with park(), after the publication of work.
+  bool has_sleepers() const noexcept { return idle_sleepers_.load(std::memory_order_seq_cst) != 0; }
+  // Wakes w if it sleeps in park(), or cancels its announcement (it looks
+  // again instead of sleeping); false when it was awake. Call after the
+  // publication of work that w's last look (a model's visible hook) sees.
+  bool wake_idle(worker& w) noexcept;
 
   // Whether worker i sleeps on its park word right now (a relaxed snapshot,
   // for tests: idle workers must end up here).
@@ -147,10 +138,6 @@ class runtime_impl {
   // its next push, which notifies.
   bool work_visible_else_ask(worker& self) noexcept;
   task* take_injected() noexcept;
-  // Appends t to the injection queue and wakes a worker (submit(), and
-  // schedule() when a worker's pool is full). Links t in: never allocates.
-  void inject(queued_task* t) noexcept;
-  void schedule_delegated(task* t, worker* w);  // scheduler/seam.cpp
 
   resolved_config config_;
   runtime* facade_;
@@ -170,12 +157,10 @@ class runtime_impl {
   std::size_t inject_size_ = 0;
   std::atomic<std::size_t> inject_count_{0};
 
-  // scheduler_policy::delegation: the add-queues, the ready queue and its
-  // delegation lock; nullptr under work stealing (then every path is as
-  // before, at the cost of one test of this pointer where they branch).
-  std::unique_ptr<delegation_scheduler> delegation_;
-
-  std::unique_ptr<loop_teams> loop_teams_;
+  // The scheduler policy, chosen at start (make_scheduler).
+  std::unique_ptr<scheduler> policy_;
+  // The models' states and work sources. After workers_: destroyed first.
+  model_set models_;
 
   alignas(cache_line) std::atomic<std::uint32_t> idle_sleepers_{0};
   std::atomic<bool> stop_{false};

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "mote/detail/adaptive.hpp"
 #include "mote/trace.hpp"
-#include "loops/loops.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
 
@@ -23,26 +21,9 @@ worker::worker(runtime_impl& rt, unsigned index, std::uint32_t capacity, std::ui
       index_(index),
       instrument_(instrument),
       rng_(0x9E3779B97F4A7C15ull * (index + 1)),
-      trace_(trace) {
-  if (instrument & kJoinAdaptive) {
-    // Re-probe within a quarter of the spin window (a site's work is half of
-    // its pairs' time, or less): while this worker runs its pairs
-    // in place the others find no work, and a probe must come before they
-    // park (a probe to a parked worker is not stolen, and measures nothing).
-    // Hand-off samples over 20 us were a sleeping or busy thief: not the
-    // cost of a hand-off to a worker that is looking for work.
-    const std::int64_t spin_us = rt.spin_ns() / 1000;
-    const std::uint64_t probe_us = spin_us > 0 ? static_cast<std::uint64_t>(std::clamp<std::int64_t>(spin_us / 4, 5, 500)) : 500;
-    model_ = new offload_model(offload_model::defaults(probe_us, 20));
-  }
-}
+      trace_(trace) {}
 
-worker::~worker() {
-  delete model_;  // adds its counts to the sites (MOTE_STATS)
-  for (auto& row : loop_frames_) {
-    for (loop_desc* d : row) destroy_loop_desc(d);
-  }
-}
+worker::~worker() = default;
 
 void task::finish(bool failed) noexcept {
   // Release: the task's results (written by the thief before this call) become
@@ -138,7 +119,7 @@ std::uint32_t worker::wait_for(task* t, worker& thief) noexcept {
       // scheduler_policy::delegation: the group tasks that would be on the
       // pool wait in the scheduler (the newest, as this is a nested wait).
       if (MOTE_UNLIKELY(delegating_)) {
-        if (task* x = runtime_->take_ready(*this)) {
+        if (task* x = runtime_->policy().take(*this)) {
           run_task(x, nullptr);
           idle.reset();
           continue;

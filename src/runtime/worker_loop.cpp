@@ -6,13 +6,10 @@
 #include <exception>
 #include <memory>
 
-#include "mote/assistant.hpp"
 #include "mote/topology.hpp"
 #include "mote/trace.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
-#include "loops/loops.hpp"
-#include "scheduler/delegation.hpp"
 
 namespace mote::detail {
 
@@ -21,13 +18,11 @@ bool runtime_impl::help_once(worker& self) noexcept {
     self.run_task(t, nullptr);
     return true;
   }
-  // scheduler_policy::delegation: spawns and data-flow tasks wait in the
-  // delegation scheduler (its own pool above is then a fallback only).
-  if (MOTE_UNLIKELY(delegation_ != nullptr)) {
-    if (task* t = take_ready(self)) {
-      self.run_task(t, nullptr);
-      return true;
-    }
+  // The policy's own queue (under delegation, where spawns and data-flow
+  // tasks wait; its own pool above is then a fallback only).
+  if (task* t = policy_->take(self)) {
+    self.run_task(t, nullptr);
+    return true;
   }
   // Relaxed: a stale zero only delays the pick-up to the next look; the mutex
   // in take_injected() orders the task's contents.
@@ -40,8 +35,9 @@ bool runtime_impl::help_once(worker& self) noexcept {
   }
   const auto n = static_cast<unsigned>(workers_.size());
   if (n < 2) return false;
-  // Open loops before stealing: their batches are the work others wait for.
-  if (help_loops(self)) return true;
+  // The models' work (open loops) before stealing: their batches are the
+  // work others wait for.
+  if (models_.help(self)) return true;
   const unsigned start = static_cast<unsigned>(self.next_random() % n);
   for (unsigned k = 0; k < n; ++k) {
     const unsigned v = (start + k) % n;
@@ -57,10 +53,10 @@ bool runtime_impl::help_once(worker& self) noexcept {
 
 bool runtime_impl::work_visible_else_ask(worker& self) noexcept {
   if (inject_count_.load(std::memory_order_seq_cst) != 0) return true;
-  // The add-queues and the ready queue, with the seq_cst loads that pair
-  // with schedule_delegated()'s publication (delegation_scheduler::visible).
-  if (delegation_ != nullptr && delegation_->visible()) return true;
-  if (loops_visible(self)) return true;
+  // The policy's queue, then the models' work (seq_cst loads that pair
+  // with their publication of work: scheduler::visible, model_hooks::visible).
+  if (policy_->visible(self)) return true;
+  if (models_.visible(self)) return true;
   bool found = false;
   for (auto& w : workers_) {
     if (w.get() == &self) continue;
@@ -186,6 +182,19 @@ void runtime_impl::wake_one() noexcept {
   }
 }
 
+bool runtime_impl::wake_idle(worker& w) noexcept {
+  std::atomic<std::uint32_t>& word = w.park_word();
+  // seq_cst: the Dekker pair of park()'s announcement, after the caller's
+  // publication of work.
+  std::uint32_t state = word.load(std::memory_order_seq_cst);
+  if (state == kSleeping && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
+    futex_wake(&word, 1);
+    return true;
+  }
+  // Announced: it looks again instead of sleeping.
+  return state == kAnnounced && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst);
+}
+
 void runtime_impl::wake_all() noexcept {
   for (auto& w : workers_) {
     // seq_cst: after the caller's seq_cst store of stop_ (see park()).
@@ -200,20 +209,8 @@ void runtime_impl::worker_main(unsigned index) {
   const int cpu = config_.worker_cpus.empty() ? -1 : config_.worker_cpus[index];
   if (cpu >= 0) pin_current_thread(cpu);
   current_worker = &self;
-  std::unique_ptr<assistant> helper;
-  if (config_.assistants) {
-    try {
-      assistant_options options;
-      options.adaptive = config_.assistants_adaptive;
-      helper = std::make_unique<assistant>(options);
-      self.set_assistant(helper.get());
-    } catch (const std::exception& e) {
-      // Without an assistant this worker still runs its tasks; a task asking
-      // this_worker_assistant() gets nullptr and splits nothing. Say so once
-      // per worker rather than fail silently.
-      std::fprintf(stderr, "mote: worker %u runs without an assistant: %s\n", index, e.what());
-    }
-  }
+  // The models' per-thread state (a worker's assistant).
+  models_.thread_begin(self);
 
   const bool timed = self.instrumented();
   if (timed) self.stats().started_ns = now_ns();
@@ -243,8 +240,7 @@ void runtime_impl::worker_main(unsigned index) {
     if (idle_from != 0) self.stats().idle_ns += now_ns() - idle_from;
     self.stats().ended_ns = now_ns();
   }
-  self.set_assistant(nullptr);
-  helper.reset();
+  models_.thread_end(self);
   current_worker = nullptr;
 }
 

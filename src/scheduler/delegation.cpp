@@ -1,11 +1,16 @@
 // scheduler_policy::delegation: the add-queues, the ready queue and the
 // delegation lock (see delegation.hpp, and docs/scheduler.md for the whole
-// argument, parking included).
+// argument, parking included), and the policy built on them.
 #include "scheduler/delegation.hpp"
 
+#include <memory>
 #include <mutex>
 #include <new>
 #include <utility>
+#include <vector>
+
+#include "runtime/runtime_impl.hpp"
+#include "scheduler/scheduler.hpp"
 
 namespace mote::detail {
 
@@ -205,6 +210,64 @@ bool delegation_scheduler::visible() const noexcept {
     if (q->head.load(std::memory_order_seq_cst) != tail) return true;
   }
   return ready_count_.load(std::memory_order_seq_cst) != 0;
+}
+
+}  // namespace mote::detail
+
+// ---- The policy ----------------------------------------------------------------
+
+namespace mote::detail {
+
+namespace {
+
+class delegation_policy final : public scheduler {
+ public:
+  delegation_policy(runtime_impl& rt, const resolved_config& config)
+      : rt_(rt), queues_(nodes_of(config), config.num_nodes) {}
+
+  bool takes_spawns() const noexcept override { return true; }
+
+  void schedule(queued_task* t, worker* w) override {
+    const bool mine = w != nullptr && &w->runtime() == &rt_;
+    // A thread outside the runtime: as submit(), refused in a forked child,
+    // whose runtime has no workers to run t.
+    if (!mine) rt_.check_not_orphaned();
+    queues_.add(t, mine ? w->index() : delegation_scheduler::kOutside);
+    // Like a push that shares: the add-queue's seq_cst tail store came first
+    // (delegation_scheduler::add_queue::push), so this seq_cst load of the
+    // sleeper count is the notifier's half of the Dekker pair with park().
+    rt_.notify_one();
+  }
+
+  task* take(worker& self) noexcept override {
+    if (!queues_.maybe_ready()) return nullptr;
+    bool more = false;
+    task* t = queues_.get(self.index(), self.inside_task(), &more);
+    // Tasks remain in the ready queue: pass the wake-up on, so that a burst
+    // does not wait for the one worker that was woken for its first task.
+    if (more) rt_.notify_one();
+    return t;
+  }
+
+  // The add-queues and the ready queue, with the seq_cst loads that pair
+  // with schedule()'s publication (delegation_scheduler::visible).
+  bool visible(worker&) noexcept override { return queues_.visible(); }
+
+ private:
+  static std::vector<unsigned> nodes_of(const resolved_config& config) {
+    std::vector<unsigned> nodes = config.worker_nodes;
+    nodes.resize(config.num_workers, 0);
+    return nodes;
+  }
+
+  runtime_impl& rt_;
+  delegation_scheduler queues_;
+};
+
+}  // namespace
+
+std::unique_ptr<scheduler> make_delegation(runtime_impl& rt, const resolved_config& config) {
+  return std::make_unique<delegation_policy>(rt, config);
 }
 
 }  // namespace mote::detail

@@ -289,4 +289,19 @@ class offload_model {
   params p_;
 };
 
+// runtime_options::adaptive: a worker's offload model for join, and the
+// nesting depth of adaptive joins on it (a part of the site's key: the tasks
+// of a recursive site differ in size by depth). Owner only. Made before the
+// worker's thread starts, freed (its counts added to the sites) after it
+// ends (src/adaptive/adaptive.cpp).
+struct join_offload {
+  explicit join_offload(const offload_model::params& p) noexcept : model(p) {}
+  offload_model model;
+  std::uint32_t depth = 0;
+};
+
+// The worker slot (worker::slot) that holds a worker's join_offload, or
+// nullptr when the runtime is not adaptive.
+inline constexpr unsigned kAdaptiveSlot = 2;
+
 }  // namespace mote::detail

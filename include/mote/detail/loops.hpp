@@ -13,6 +13,7 @@
 #include <exception>
 
 #include "mote/detail/platform.hpp"
+#include "mote/detail/worker.hpp"
 #include "mote/export.hpp"
 
 namespace mote {
@@ -21,12 +22,36 @@ class task_group;
 
 namespace mote::detail {
 
-class worker;
 struct loop_desc;  // src/loops/loops.hpp: one open loop, with its team's stripes
+class loop_teams;  // src/loops/loops.hpp: every worker's team at every depth
 class loop_claimer;
 
 // Loops nested deeper than this on one worker run on that worker alone.
 inline constexpr unsigned kMaxLoopDepth = 8;
+
+// The worker slot (worker::slot) that holds a worker's loop_worker.
+inline constexpr unsigned kLoopsSlot = 0;
+
+// A worker's part in parallel loops: made before its thread starts, freed
+// after it ends (src/loops/loops.cpp).
+struct loop_worker {
+  // The innermost loop this worker leads while it hands batches out, or
+  // nullptr: where idle workers of its team look (written by the owner,
+  // read by everyone), so on a line of its own.
+  alignas(cache_line) std::atomic<loop_desc*> open{nullptr};
+  // ---- Owner only ----
+  // The nesting depth of the loop body running here (0 outside any).
+  alignas(cache_line) unsigned depth = 0;
+  // Loops this worker leads right now (they nest on its stack).
+  unsigned leading = 0;
+  const loop_teams* teams = nullptr;  // the runtime's
+  // The state of the loop this worker leads as its open-th, on the team of
+  // `depth`: made on first use and kept for the worker's life (an idle
+  // worker may still hold a pointer to it).
+  loop_desc* frames[kMaxLoopDepth][kMaxLoopDepth] = {};
+};
+
+inline loop_worker& loops_of(const worker& w) noexcept { return *static_cast<loop_worker*>(w.slot(kLoopsSlot)); }
 // Offsets stay below this (so no fetch-and-add overshoot can wrap); a longer
 // range runs as consecutive loops of this many units.
 inline constexpr std::uint64_t kMaxLoopUnits = std::uint64_t{1} << 62;

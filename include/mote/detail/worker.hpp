@@ -3,8 +3,10 @@
 // The deques (split_deque.hpp) are what thieves touch; each keeps its shared
 // line apart from its owner-private one. The rest is the thread's own:
 // statistics, trace buffer, the cache of task records, the random state for
-// choosing victims, its assistant, and the stack of task groups it is running
-// tasks of (read by thieves, to tell which group a stolen join belongs to).
+// choosing victims, the stack of task groups it is running tasks of (read by
+// thieves, to tell which group a stolen join belongs to), and the extension
+// slots in which models (loops, assistants, adaptive joins) keep their
+// per-worker state (src/models.cpp lists them).
 #pragma once
 
 #include <atomic>
@@ -12,7 +14,6 @@
 #include <cstdint>
 #include <new>
 
-#include "mote/detail/loops.hpp"
 #include "mote/detail/platform.hpp"
 #include "mote/detail/split_deque.hpp"
 #include "mote/detail/task.hpp"
@@ -20,7 +21,6 @@
 #include "mote/export.hpp"
 
 namespace mote {
-class assistant;
 class task_group;
 }  // namespace mote
 
@@ -28,7 +28,6 @@ namespace mote::detail {
 
 class trace_buffer;
 class runtime_impl;
-class offload_model;
 
 // The worker the calling thread is, or nullptr for any other thread.
 // Initial-exec TLS: one %fs-relative load, no __tls_get_addr call, which is
@@ -163,12 +162,6 @@ class alignas(cache_line) worker {
   // Does join leave its plain path (instrumented, or adaptive)? The fast
   // path's one test.
   bool join_slow() const noexcept { return instrument_ != 0; }
-  // runtime_options::adaptive: join consults this worker's offload model
-  // (owner only; nullptr when not adaptive) at a nesting depth of adaptive
-  // joins (a part of the site's key: the tasks of a recursive site differ in
-  // size by depth).
-  offload_model* model() const noexcept { return model_; }
-  std::uint32_t& adaptive_depth() noexcept { return adaptive_depth_; }
   // Marks a join that adaptive offloading ran in place (MOTE_TRACE).
   MOTE_API void note_inlined(const char* site_name) noexcept;
   trace_buffer* trace() const noexcept { return trace_; }
@@ -199,27 +192,20 @@ class alignas(cache_line) worker {
     return rng_;
   }
 
-  mote::assistant* assistant() const noexcept { return assistant_; }
-  void set_assistant(mote::assistant* a) noexcept { assistant_ = a; }
-
   // The word this worker parks on when idle (runtime_impl::park).
   std::atomic<std::uint32_t>& park_word() noexcept { return parked_; }
 
-  // ---- Parallel loops (src/loops/) ---------------------------------------
-  // The innermost loop this worker leads while it hands batches out, or
-  // nullptr: where idle workers of its team look (written by the owner,
-  // read by everyone).
-  std::atomic<loop_desc*>& loop_slot() noexcept { return loop_slot_; }
-  // The nesting depth of the loop body running here (0 outside any). Owner only.
-  unsigned loop_depth() const noexcept { return loop_depth_; }
-  void set_loop_depth(unsigned depth) noexcept { loop_depth_ = depth; }
-  // Loops this worker leads right now (they nest on its stack). Owner only.
-  unsigned loops_open() const noexcept { return loops_open_; }
-  void set_loops_open(unsigned n) noexcept { loops_open_ = n; }
-  // The state of the loop this worker leads as its open-th, on the team of
-  // `depth`: made on first use and kept for the worker's life (an idle
-  // worker may still hold a pointer to it). Owner only.
-  loop_desc*& loop_frame(unsigned open, unsigned depth) noexcept { return loop_frames_[open][depth]; }
+  // ---- Extension slots ---------------------------------------------------
+  // A model that keeps per-worker state owns one slot (its number is the
+  // model's own constant; src/models.cpp checks that no two share one). The
+  // runtime fills the slots from the models' hooks before the worker's thread
+  // starts, or on that thread as it starts, and empties them when it ends
+  // (runtime/extension.hpp). Reading a slot costs one load from a line that
+  // stays put while the worker runs, so any thread may read any worker's.
+  static constexpr unsigned kSlots = 4;
+  void* slot(unsigned i) const noexcept { return slots_[i]; }
+  // The runtime's, or the model's own hook on the worker's thread.
+  void set_slot(unsigned i, void* state) noexcept { slots_[i] = state; }
 
  private:
   static constexpr std::uint32_t kLevels = 1024;
@@ -238,14 +224,8 @@ class alignas(cache_line) worker {
   bool delegating_ = false;   // scheduler_policy::delegation (see delegating())
   std::uint64_t rng_;
   trace_buffer* trace_;       // MOTE_TRACE: this worker's buffer (owned by the trace registry)
-  mote::assistant* assistant_ = nullptr;  // runtime_options::assistants; owned by worker_main
-  offload_model* model_ = nullptr;        // kJoinAdaptive: owned
-  std::uint32_t adaptive_depth_ = 0;
   std::int64_t park_since_ = 0;           // instrumented: when the current sleep began
   worker_stats stats_;
-  unsigned loop_depth_ = 0;
-  unsigned loops_open_ = 0;
-  loop_desc* loop_frames_[kMaxLoopDepth][kMaxLoopDepth] = {};
   task_cache cache_{runtime_};  // record blocks (task_alloc.hpp); go home within this runtime
 
   // ---- The groups whose tasks run here: written by the owner, read by
@@ -257,8 +237,10 @@ class alignas(cache_line) worker {
   // the worker and by whoever wakes it, so on a line of its own.
   alignas(cache_line) std::atomic<std::uint32_t> parked_{0};
 
-  // Read by every idle worker, written at the start and end of a loop.
-  alignas(cache_line) std::atomic<loop_desc*> loop_slot_{nullptr};
+  // The extension slots: written before the thread starts and by the owner as
+  // it starts and ends; read by the owner and by idle workers looking for
+  // work (a loop's slot), so on a line that no hot write shares.
+  alignas(cache_line) void* slots_[kSlots] = {};
 };
 
 static_assert(alignof(worker) == cache_line);
