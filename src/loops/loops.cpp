@@ -17,6 +17,7 @@
 #include "mote/trace.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "wait/event_count.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #  include <x86intrin.h>
@@ -241,13 +242,14 @@ void close_loop(loop_desc& d, worker& w) noexcept {
     } else if (!idle.spin()) {
       // The pool is empty and only this worker pushes on it: nothing it
       // holds is left for anyone, so it may sleep until the last leaver
-      // wakes it.
+      // wakes it. The event count's one-word form (wait/event_count.hpp):
+      // the parked bit is the announcement, in the count itself.
       if ((v & loop_desc::kLeaderParked) == 0 &&
           !d.pending.compare_exchange_strong(v, v | loop_desc::kLeaderParked,
                                              std::memory_order_acquire)) {
         continue;  // v reloaded
       }
-      futex_wait(&d.pending, v | loop_desc::kLeaderParked);
+      event_word::commit(&d.pending, v | loop_desc::kLeaderParked);
     }
     // Acquire: pairs with the last leavers' release fetch_sub, so their
     // bodies' writes are visible once it reads 0.
@@ -256,7 +258,7 @@ void close_loop(loop_desc& d, worker& w) noexcept {
 }
 
 // A participant leaves domain `dom` of d. Its last access to d, but for the
-// futex wake-up, which touches no memory.
+// wake-up, which touches no memory.
 void leave_loop(loop_desc& d, unsigned dom) noexcept {
   // Release: publishes this participant's bodies to the leader (its close, or
   // through the last leaver's pending decrement, a release sequence).
@@ -265,7 +267,7 @@ void leave_loop(loop_desc& d, unsigned dom) noexcept {
   // The last one out of a closed domain.
   std::atomic<std::uint32_t>* pending = &d.pending;
   const std::uint32_t was = pending->fetch_sub(1, std::memory_order_acq_rel);
-  if ((was & ~loop_desc::kLeaderParked) == 1 && (was & loop_desc::kLeaderParked) != 0) futex_wake(pending, 1);
+  if ((was & ~loop_desc::kLeaderParked) == 1 && (was & loop_desc::kLeaderParked) != 0) event_word::notify(pending, 1);
 }
 
 struct trace_scope {
@@ -636,20 +638,15 @@ bool runtime_impl::loops_visible(worker& self) noexcept {
 }
 
 void runtime_impl::wake_for_loop(worker& self, const loop_team& team, unsigned count) noexcept {
-  // seq_cst: after the publication of the loop (see park()).
-  if (count == 0 || idle_sleepers_.load(std::memory_order_seq_cst) == 0) return;
+  // The event count's seq_cst notifier half, after the publication of the
+  // loop (wait/event_count.hpp).
+  if (count == 0 || !waiter_slot::has_waiters_seq_cst(idle_sleepers_)) return;
   const unsigned seats = team.size();
   const unsigned mine = static_cast<unsigned>(team.seat_of[self.index()]);
   for (unsigned k = 1; k < seats && count != 0; ++k) {
     worker& m = *workers_[team.members[(mine + k) % seats]];
-    std::atomic<std::uint32_t>& word = m.park_word();
-    std::uint32_t state = word.load(std::memory_order_seq_cst);
-    if (state == kSleeping && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
-      futex_wake(&word, 1);
-      --count;
-    } else if (state == kAnnounced && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
-      --count;  // it looks again instead of sleeping
-    }
+    // A sleeper is woken; an announced member looks again instead of sleeping.
+    if (waiter_slot::cancel_or_wake(m.park_word(), waiter_slot::state_seq_cst(m.park_word()))) --count;
   }
 }
 
