@@ -244,7 +244,7 @@ class MOTE_API assistant {
   }
 
   static constexpr std::uint32_t kAwake = 0;
-  static constexpr std::uint32_t kParking = 1;  // about to sleep, or asleep
+  static constexpr std::uint32_t kParking = 1;  // about to sleep (2: asleep; src/wait/event_count.hpp)
 
   // ---- Owner-private: the producer's side of the ring -------------------
   alignas(detail::cache_line) std::uint64_t head_ = 0;         // entries submitted
@@ -282,8 +282,8 @@ class MOTE_API assistant {
   // A probe's run, in ticks: written by the assistant (timed_call) before the
   // tail_pub_ store that publishes its end, read by the owner after seeing it.
   std::uint64_t probe_ticks_ = 0;
-  // kAwake while spinning; kParking from just before it parks until woken.
-  // Its futex word.
+  // kAwake while spinning; not kAwake from just before it parks until woken.
+  // Its word in the event count (a waiter_slot).
   alignas(detail::cache_line) std::atomic<std::uint32_t> park_state_{kAwake};
   std::atomic<std::uint32_t> has_error_{0};
 

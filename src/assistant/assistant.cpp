@@ -19,6 +19,7 @@
 #include "runtime/extension.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote {
 
@@ -289,9 +290,10 @@ bool assistant::refresh_tail() noexcept {
 }
 
 void assistant::wake() noexcept {
-  if (park_state_.exchange(kAwake, std::memory_order_acq_rel) == kParking) {
-    detail::futex_wake(&park_state_, 1);
-  }
+  static_assert(kAwake == detail::waiter_slot::kAwake && kParking == detail::waiter_slot::kAnnounced);
+  // Wakes the assistant if it sleeps, cancels its announcement if it is
+  // parking: either way it looks at the ring again.
+  detail::waiter_slot::notify_always(park_state_);
 }
 
 void assistant::wake_up_hint() noexcept {
@@ -316,19 +318,19 @@ void assistant::wait_ring() {
     // assistant that is just parking and has not seen the last entry (each
     // side's store can still sit in its store buffer while the other loads).
     // So every 64 looks close that race: a seq_cst read-modify-write of
-    // head_pub_ and a seq_cst look at park_state_, against state::park()'s
-    // seq_cst exchange of park_state_ and seq_cst look at head_pub_. In the
-    // single total order of those four, one side's read comes after the
-    // other's write: either the assistant sees the entry and stays awake, or
-    // we see it parking and wake it. The fast path, an awake assistant, pays
-    // for no fence. After the idle_park window, sleep (park_owner).
+    // head_pub_ and a seq_cst look at park_state_, the event count's
+    // notifier half for a seq_cst publication (wait/event_count.hpp), against
+    // state::park()'s announcement and look at head_pub_: either the
+    // assistant sees the entry and stays awake, or we see it parking and
+    // wake it. The fast path, an awake assistant, pays for no fence. After
+    // the idle_park window, sleep (park_owner).
     const bool shared = state_->shared.load(std::memory_order_relaxed);
     detail::idle_wait idle(state_->idle_park_ns > 0 ? state_->idle_park_ns : detail::idle_wait::kNeverPark, 1);
     unsigned looks = 0;
     while (tail_pub_.load(std::memory_order_acquire) != head_) {
       if (shared || (++looks & 63) == 0) {
         head_pub_.fetch_add(0, std::memory_order_seq_cst);
-        if (park_state_.load(std::memory_order_seq_cst) != kAwake) wake();
+        if (detail::waiter_slot::state_seq_cst(park_state_) != kAwake) wake();
       }
       if (shared) {
         detail::thread_yield();  // one CPU for both: hand it over
@@ -364,18 +366,18 @@ void assistant::wait_ring() {
 }
 
 void assistant::park_owner(std::int64_t timeout_ns) noexcept {
-  // Announce, then look (seq_cst both): the assistant stores tail_pub_ and
-  // then reads owner_parked_ after every task, relaxed, without a fence, so
-  // its read may miss this announcement when both stores sit in store
-  // buffers at once: the timeout bounds what that costs. Make sure the
-  // assistant is awake first, as in wait().
-  owner_parked_.store(1, std::memory_order_seq_cst);
+  // The event count's waiter_slot: announce, then look. The assistant, the
+  // notifier, stores tail_pub_ and then reads owner_parked_ after every
+  // task, relaxed, without the notifier's fence, so its read may miss this
+  // announcement when both stores sit in store buffers at once: the timeout
+  // bounds what that costs. Make sure the assistant is awake first, as in
+  // wait().
+  detail::waiter_slot::prepare(owner_parked_, nullptr);
   head_pub_.fetch_add(0, std::memory_order_seq_cst);
-  if (park_state_.load(std::memory_order_seq_cst) != kAwake) wake();
-  if (tail_pub_.load(std::memory_order_seq_cst) != head_) {
-    detail::futex_wait_for(&owner_parked_, 1, timeout_ns);
-  }
-  owner_parked_.store(0, std::memory_order_relaxed);
+  if (detail::waiter_slot::state_seq_cst(park_state_) != kAwake) wake();
+  // Acquire: pairs with the assistant's release store of tail_pub_.
+  if (tail_pub_.load(std::memory_order_acquire) != head_) detail::waiter_slot::commit_for(owner_parked_, timeout_ns);
+  detail::waiter_slot::retire(owner_parked_, nullptr);
 }
 
 int assistant::cpu() const noexcept { return state_->cpu; }
@@ -388,18 +390,17 @@ void assistant::not_owner(const char* what) const {
 }
 
 void assistant::state::park(assistant* a, std::uint64_t tail) {
-  // seq_cst exchange, then a seq_cst look at head_pub_: the pair of wait()'s
-  // read-modify-write of head_pub_ and look at park_state_ (see there).
-  a->park_state_.exchange(kParking, std::memory_order_seq_cst);
-  if (a->head_pub_.load(std::memory_order_seq_cst) != tail ||
-      a->state_->stop.load(std::memory_order_acquire)) {
-    a->park_state_.store(kAwake, std::memory_order_relaxed);
-    return;
+  // The event count's waiter_slot (wait/event_count.hpp): announce, then look
+  // at head_pub_ and stop, against wait()'s read-modify-write of head_pub_
+  // and look at park_state_ (and publish()'s relaxed look, which catches the
+  // common case). Sleeps until wake() moves the word back to kAwake.
+  detail::waiter_slot::prepare(a->park_state_, nullptr);
+  // Relaxed: the fence in prepare() orders it; the entries themselves are
+  // read through their slots' `ready`.
+  if (a->head_pub_.load(std::memory_order_relaxed) == tail && !a->state_->stop.load(std::memory_order_acquire)) {
+    detail::waiter_slot::commit(a->park_state_);
   }
-  // Sleep until wake() exchanges the state back to kAwake.
-  while (a->park_state_.load(std::memory_order_acquire) == kParking) {
-    detail::futex_wait(&a->park_state_, kParking);
-  }
+  detail::waiter_slot::retire(a->park_state_, nullptr);
 }
 
 void assistant::state::main(assistant* a) {
@@ -444,10 +445,8 @@ void assistant::state::main(assistant* a) {
     // miss an owner that is just going to sleep (see park_owner), whose
     // timeout then covers it; the usual case, an owner that is not asleep,
     // costs a read of a line that stays in this core's cache.
-    if (MOTE_UNLIKELY(a->owner_parked_.load(std::memory_order_relaxed) != 0)) {
-      a->owner_parked_.store(0, std::memory_order_relaxed);
-      detail::futex_wake(&a->owner_parked_, 1);
-    }
+    const std::uint32_t owner = a->owner_parked_.load(std::memory_order_relaxed);
+    if (MOTE_UNLIKELY(owner != detail::waiter_slot::kAwake)) detail::waiter_slot::cancel_or_wake(a->owner_parked_, owner);
     idle.reset();
   }
 }

@@ -18,6 +18,7 @@
 #include "runtime/extension.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "wait/event_count.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #  include <x86intrin.h>
@@ -242,13 +243,14 @@ void close_loop(loop_desc& d, worker& w) noexcept {
     } else if (!idle.spin()) {
       // The pool is empty and only this worker pushes on it: nothing it
       // holds is left for anyone, so it may sleep until the last leaver
-      // wakes it.
+      // wakes it. The event count's one-word form (wait/event_count.hpp):
+      // the parked bit is the announcement, in the count itself.
       if ((v & loop_desc::kLeaderParked) == 0 &&
           !d.pending.compare_exchange_strong(v, v | loop_desc::kLeaderParked,
                                              std::memory_order_acquire)) {
         continue;  // v reloaded
       }
-      futex_wait(&d.pending, v | loop_desc::kLeaderParked);
+      event_word::commit(&d.pending, v | loop_desc::kLeaderParked);
     }
     // Acquire: pairs with the last leavers' release fetch_sub, so their
     // bodies' writes are visible once it reads 0.
@@ -257,7 +259,7 @@ void close_loop(loop_desc& d, worker& w) noexcept {
 }
 
 // A participant leaves domain `dom` of d. Its last access to d, but for the
-// futex wake-up, which touches no memory.
+// wake-up, which touches no memory.
 void leave_loop(loop_desc& d, unsigned dom) noexcept {
   // Release: publishes this participant's bodies to the leader (its close, or
   // through the last leaver's pending decrement, a release sequence).
@@ -266,7 +268,7 @@ void leave_loop(loop_desc& d, unsigned dom) noexcept {
   // The last one out of a closed domain.
   std::atomic<std::uint32_t>* pending = &d.pending;
   const std::uint32_t was = pending->fetch_sub(1, std::memory_order_acq_rel);
-  if ((was & ~loop_desc::kLeaderParked) == 1 && (was & loop_desc::kLeaderParked) != 0) futex_wake(pending, 1);
+  if ((was & ~loop_desc::kLeaderParked) == 1 && (was & loop_desc::kLeaderParked) != 0) event_word::notify(pending, 1);
 }
 
 struct trace_scope {

@@ -11,6 +11,7 @@
 
 #include "mote/detail/queue_wait.hpp"
 #include "runtime/idle.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote::detail {
 
@@ -53,10 +54,10 @@ void unregister_spinner(int cpu) noexcept {
 }
 
 void wake_waiters(wait_point& w) noexcept {
-  // The bump makes a waiter that read the old epoch, and has not slept yet,
-  // return from futex_wait at once.
-  w.epoch.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake(&w.epoch, -1);
+  // The event count's wake, after notify()'s asymmetric look saw a sleeper
+  // (wait/event_count.hpp): moves the epoch, so that a waiter that read the
+  // old one and has not slept yet does not sleep, and wakes every sleeper.
+  event_count::wake(w.epoch, -1);
 }
 
 void wait_slow(wait_point& w, bool (*ready)(void*), void* ctx, std::int64_t spin_ns) noexcept {
@@ -71,21 +72,20 @@ void wait_slow(wait_point& w, bool (*ready)(void*), void* ctx, std::int64_t spin
     if (!idle.spin()) break;
   }
   for (;;) {
-    // Read the epoch before announcing: a wake-up after this read changes
-    // it, and the futex then refuses to sleep.
-    const std::uint32_t e = w.epoch.load(std::memory_order_acquire);
-    w.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    const bool fenced = heavy_barrier();
+    // The event count, asymmetric (wait/event_count.hpp; the top of
+    // queue_wait.hpp says why): announce, then look, then sleep. Without
+    // membarrier the sleep has a timeout.
+    bool fenced = false;
+    const std::uint32_t key = event_count::prepare_wait_asymmetric(w.epoch, w.sleepers, &fenced);
     if (ready(ctx)) {
-      w.sleepers.fetch_sub(1, std::memory_order_relaxed);
+      event_count::cancel_wait(w.sleepers);
       return;
     }
     if (fenced) {
-      futex_wait(&w.epoch, e);
+      event_count::commit_wait(w.epoch, w.sleepers, key);
     } else {
-      futex_wait_for(&w.epoch, e, idle.next_park_timeout());
+      event_count::commit_wait_for(w.epoch, w.sleepers, key, idle.next_park_timeout());
     }
-    w.sleepers.fetch_sub(1, std::memory_order_relaxed);
     if (ready(ctx)) return;
   }
 }

@@ -9,9 +9,11 @@
 //    and at every look while the machine is oversubscribed (more threads that
 //    spin-wait than CPUs, or two of them pinned to one CPU), so that the
 //    thread being waited for, which may be waiting for this CPU, gets it;
-//  - after the spin window, park on a futex. A wait whose wake-up does not
-//    cover everything it watches (new stealable work wakes nobody who is in a
-//    join) parks with a timeout that doubles from 50 us to 4 ms.
+//  - after the spin window, park: sleep in the event count
+//    (wait/event_count.hpp), the one primitive every wait sleeps in. A wait
+//    whose wake-up does not cover everything it watches (new stealable work
+//    wakes nobody who is in a join) parks with a timeout that doubles from
+//    50 us to 4 ms (next_park_timeout, for the event count's timed commits).
 #pragma once
 
 #include <cstdint>

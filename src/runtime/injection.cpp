@@ -3,6 +3,7 @@
 #include "mote/trace.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote::detail {
 
@@ -74,7 +75,9 @@ void submit_and_wait(runtime_impl& rt, external_task& t) {
       }
       if (idle.spin()) continue;
       ++w->stats().wait_parks;
-      futex_wait_for(&t.finished, 0, idle.next_park_timeout());
+      // The event count's one-word form (wait/event_count.hpp): the flag is
+      // the word, and its store always notifies.
+      event_word::commit_for(&t.finished, 0, idle.next_park_timeout());
     }
     if (MOTE_UNLIKELY(w->instrumented())) w->note_wait_end();
     return;
@@ -82,14 +85,14 @@ void submit_and_wait(runtime_impl& rt, external_task& t) {
   trace_buffer* trace = outside_trace_buffer();
   if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::wait_begin, 2);
   // Acquire: as above.
-  while (t.finished.load(std::memory_order_acquire) == 0) futex_wait(&t.finished, 0);
+  while (t.finished.load(std::memory_order_acquire) == 0) event_word::commit(&t.finished, 0);
   if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::wait_end);
 }
 
 void complete_external(external_task& t) noexcept {
   t.finished.store(1, std::memory_order_release);
-  // Address only: the waiter may already have returned (see futex_wake).
-  futex_wake(&t.finished, 1);
+  // Address only: the waiter may already have returned.
+  event_word::notify(&t.finished, 1);
 }
 
 runtime_impl* runtime_of(const worker* w) noexcept { return w ? &w->runtime() : nullptr; }

@@ -22,6 +22,7 @@
 #include "runtime/config.hpp"
 #include "runtime/extension.hpp"
 #include "scheduler/scheduler.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote::detail {
 
@@ -85,7 +86,7 @@ class runtime_impl {
   // ---- Waking idle workers, for the models ------------------------------
   // Is any worker parked or about to park? seq_cst: the notifier's half of
   // the Dekker pair with park(), after the publication of work.
-  bool has_sleepers() const noexcept { return idle_sleepers_.load(std::memory_order_seq_cst) != 0; }
+  bool has_sleepers() const noexcept { return waiter_slot::has_waiters_seq_cst(idle_sleepers_); }
   // Wakes w if it sleeps in park(), or cancels its announcement (it looks
   // again instead of sleeping); false when it was awake. Call after the
   // publication of work that w's last look (a model's visible hook) sees.
@@ -94,16 +95,16 @@ class runtime_impl {
   // Whether worker i sleeps on its park word right now (a relaxed snapshot,
   // for tests: idle workers must end up here).
   bool worker_asleep(unsigned i) const noexcept {
-    return workers_[i]->park_word().load(std::memory_order_relaxed) == kSleeping;
+    return workers_[i]->park_word().load(std::memory_order_relaxed) == waiter_slot::kSleeping;
   }
 
   // Wakes one parked idle worker, if any is parked. Called after work became
   // visible to thieves (grow_shared's CAS, a steal that left more, an
-  // injection). The seq_cst load of idle_sleepers_ pairs with the seq_cst
-  // increment in park(): either the parker sees the new work in its last look,
-  // or this load sees the parker.
+  // injection). The event count's notifier half for a seq_cst publication
+  // (wait/event_count.hpp): either the parker sees the new work in its last
+  // look, or this load sees the parker.
   void notify_one() noexcept {
-    if (idle_sleepers_.load(std::memory_order_seq_cst) != 0) wake_one();
+    if (waiter_slot::has_waiters_seq_cst(idle_sleepers_)) wake_one();
   }
 
   // A worker that waits for its own task group sleeps here: as an idle
@@ -116,12 +117,6 @@ class runtime_impl {
   static void wake_parked(std::atomic<std::uint32_t>& word) noexcept;
 
  private:
-  // The states of worker::park_word(): awake; announced (about to sleep, and
-  // looking for work one last time); asleep on the futex.
-  static constexpr std::uint32_t kAwake = 0;
-  static constexpr std::uint32_t kAnnounced = 1;
-  static constexpr std::uint32_t kSleeping = 2;
-
   void worker_main(unsigned index);
   void print_stats() const;  // stats.cpp
   // Sleeps until notify_one(), unless work is visible or the runtime stops.

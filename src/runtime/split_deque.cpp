@@ -26,8 +26,9 @@ void split_deque::grow_shared() noexcept {
   std::uint64_t ts = tail_split_.load(std::memory_order_relaxed);
   // seq_cst: (1) release, so that a thief whose CAS reads this value (or a
   // later thief CAS in its release sequence) sees the slots written by push();
-  // (2) ordered before notify_one()'s seq_cst load of idle_sleepers_, the
-  // Dekker pair of park()'s announce-then-look.
+  // (2) ordered before notify_one()'s seq_cst load of idle_sleepers_: the
+  // event count's notifier half for a seq_cst publication
+  // (wait/event_count.hpp), against park()'s announce-then-look.
   while (!tail_split_.compare_exchange_weak(ts, pack(tail_of(ts), new_split),
                                             std::memory_order_seq_cst,
                                             std::memory_order_relaxed)) {

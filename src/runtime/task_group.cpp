@@ -8,6 +8,7 @@
 
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote {
 
@@ -122,9 +123,11 @@ void task_group::finish_remote() noexcept {
   // The count went from 1 to 0 with a waiter parked: the waiter folded its
   // private count in before parking, so zero here means finished (or, for a
   // waiter that is not the owner, possibly finished: it looks again).
+  // Waiters elsewhere sleep on the word (the event count's one-word form);
+  // the owner sleeps as a worker, on its park word (its waiter_slot).
   if (count_of(old) == 1 && waiters_of(old) != 0) {
-    detail::futex_wake(detail::futex_low_half(word), -1);  // waiters elsewhere
-    if (owner_word != nullptr) detail::runtime_impl::wake_parked(*owner_word);  // the owner, asleep as a worker
+    detail::event_word::notify(detail::futex_low_half(word), -1);
+    if (owner_word != nullptr) detail::runtime_impl::wake_parked(*owner_word);
   }
 }
 
@@ -157,7 +160,7 @@ void task_group::spawn_elsewhere(detail::group_task_base* t, detail::worker* w) 
     // caller destroys the record.
     const std::uint64_t old = remote_.fetch_sub(kVersionOne + kCountOne, std::memory_order_relaxed);
     if (count_of(old) == 1 && waiters_of(old) != 0) {
-      detail::futex_wake(detail::futex_low_half(&remote_), -1);
+      detail::event_word::notify(detail::futex_low_half(&remote_), -1);
     }
     throw;
   }
@@ -248,7 +251,7 @@ void task_group::park_as_owner(detail::worker& w, std::int64_t timeout_ns) noexc
         timeout_ns);
     if (MOTE_UNLIKELY(w.instrumented())) w.note_park(false);
   }
-  // Relaxed: the waiter bits only decide whether a finisher calls futex_wake;
+  // Relaxed: the waiter bits only decide whether a finisher wakes anyone;
   // a finisher that still sees us wakes nobody, or us (we look again).
   remote_.fetch_sub(kWaiterOne, std::memory_order_relaxed);
 }
@@ -278,16 +281,19 @@ void task_group::await_elsewhere(detail::worker* w) noexcept {
 }
 
 void task_group::park_elsewhere(std::int64_t timeout_ns) noexcept {
-  // Register, then look again (acquire loads in pending_for_others): a
+  // The event count's one-word form (wait/event_count.hpp): register in the
+  // shared word, then look again (acquire loads in pending_for_others): a
   // finisher whose count-down came before the registration is seen by the
   // look; one after it sees the waiter and wakes us, or changes the word
-  // before we sleep (the futex compares it).
+  // before we sleep (the sleep compares its low half, which holds the
+  // waiter bits and the low bits of the count).
   const std::uint64_t now = remote_.fetch_add(kWaiterOne, std::memory_order_acq_rel) + kWaiterOne;
   if (pending_for_others() != 0) {
+    const auto parked = static_cast<std::uint32_t>(now);
     if (timeout_ns < 0) {
-      detail::futex_wait(detail::futex_low_half(&remote_), static_cast<std::uint32_t>(now));
+      detail::event_word::commit(detail::futex_low_half(&remote_), parked);
     } else {
-      detail::futex_wait_for(detail::futex_low_half(&remote_), static_cast<std::uint32_t>(now), timeout_ns);
+      detail::event_word::commit_for(detail::futex_low_half(&remote_), parked, timeout_ns);
     }
   }
   // Relaxed: as in park_as_owner().

@@ -8,6 +8,7 @@
 #include "mote/trace.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote::detail {
 
@@ -29,9 +30,10 @@ void task::finish(bool failed) noexcept {
   // Release: the task's results (written by the thief before this call) become
   // visible to the spawner's acquire load of `state` in wait_for(). After this
   // exchange the spawner may return and end the task's lifetime, so the wake
-  // below uses only the address (see futex_wake).
+  // below uses only the address. The event count's one-word form
+  // (wait/event_count.hpp): the exchange shows whether the spawner parked.
   if (state.exchange(failed ? kFailed : kDone, std::memory_order_acq_rel) == kParked) {
-    futex_wake(&state, 1);
+    event_word::notify(&state, 1);
   }
 }
 
@@ -127,7 +129,8 @@ std::uint32_t worker::wait_for(task* t, worker& thief) noexcept {
       }
       if (idle.spin()) continue;
       std::uint32_t expected = task::kRunning;
-      // Announce that we sleep; finish() sees kParked and wakes us.
+      // Announce that we sleep, in the state word itself (the event count's
+      // one-word form): finish() sees kParked and wakes us.
       if (!t->state.compare_exchange_strong(expected, task::kParked, std::memory_order_acq_rel,
                                             std::memory_order_acquire)) {
         continue;  // it finished meanwhile
@@ -137,7 +140,7 @@ std::uint32_t worker::wait_for(task* t, worker& thief) noexcept {
     // then, since nothing wakes us for the work that appears there.
     ++stats_.wait_parks;
     if (MOTE_UNLIKELY(instrumented())) note_park(true);
-    futex_wait_for(&t->state, task::kParked, idle.next_park_timeout());
+    event_word::commit_for(&t->state, task::kParked, idle.next_park_timeout());
     if (MOTE_UNLIKELY(instrumented())) note_park(false);
     std::uint32_t parked = task::kParked;
     t->state.compare_exchange_strong(parked, task::kRunning, std::memory_order_acq_rel,

@@ -1,5 +1,5 @@
 // The worker loop: find work, run it; spin, then park when there is none.
-// docs/design.md ("Parking and wake-ups") has the protocol.
+// docs/design.md ("The event count") has the protocol.
 #include <sched.h>
 
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include "mote/trace.hpp"
 #include "runtime/idle.hpp"
 #include "runtime/runtime_impl.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote::detail {
 
@@ -69,69 +70,38 @@ bool runtime_impl::work_visible_else_ask(worker& self) noexcept {
 
 void runtime_impl::park(worker& self) noexcept {
   std::atomic<std::uint32_t>& word = self.park_word();
-  // Announce (seq_cst stores), then look for work and for stop_ (seq_cst
-  // loads): the Dekker pair of notify_one()'s and the destructor's, which
-  // publish first and look at the announcement second. Either we see the
-  // work (or stop_) below, or they see the announcement and act on it.
-  word.store(kAnnounced, std::memory_order_seq_cst);
-  idle_sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  // A waiter_slot of the event count (wait/event_count.hpp has the argument):
+  // announce, then the last look for work and for stop_, against
+  // notify_one()'s and the destructor's seq_cst publication and look.
+  waiter_slot::prepare(word, &idle_sleepers_);
   if (!stop_.load(std::memory_order_seq_cst) && !work_visible_else_ask(self)) {
-    // Commit. The CAS fails when a notifier cancelled the announcement
+    // Returns false at once when a notifier cancelled the announcement
     // (wake_one found nobody asleep and chose us): then look again.
-    std::uint32_t expected = kAnnounced;
-    if (word.compare_exchange_strong(expected, kSleeping, std::memory_order_seq_cst,
-                                     std::memory_order_seq_cst)) {
+    trace_buffer* trace = self.trace();
+    const bool slept = waiter_slot::commit(word, [&] {
       ++self.stats().parks;
-      trace_buffer* trace = self.trace();
       if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::park_begin);
-      // Acquire: pairs with the waker's CAS; nothing else is published
-      // through the word, the work itself is found by the next look.
-      while (word.load(std::memory_order_acquire) == kSleeping) futex_wait(&word, kSleeping);
-      if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::park_end);
-    }
+    });
+    if (MOTE_UNLIKELY(slept && trace != nullptr)) trace->put(trace_kind::park_end);
   }
-  // Relaxed: the word is ours again; only wake_one() reads it, and a stale
-  // kAwake there only means "not worth a wake-up", which is now true. seq_cst
-  // as the increment above: a notifier's seq_cst load either still counts us
-  // (a wake-up spent on a worker about to look anyway, harmless) or not.
-  word.store(kAwake, std::memory_order_relaxed);
-  idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  waiter_slot::retire(word, &idle_sleepers_);
 }
 
 void runtime_impl::park_waiting(worker& self, bool (*done)(const void*), const void* ctx,
                                 std::int64_t timeout_ns) noexcept {
   std::atomic<std::uint32_t>& word = self.park_word();
-  // As park(): announce, then look. The look at the group's count (inside
-  // done) is the Dekker pair of wake_parked()'s: the announcement (seq_cst
-  // store, then a seq_cst fence) against the count-down (an RMW, then a
-  // seq_cst fence, then the load of this word): either we see the count at
-  // zero, or the finisher sees the announcement and cancels it or wakes us.
-  word.store(kAnnounced, std::memory_order_seq_cst);
-  idle_sleepers_.fetch_add(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!done(ctx) && !work_visible_else_ask(self)) {
-    std::uint32_t expected = kAnnounced;
-    if (word.compare_exchange_strong(expected, kSleeping, std::memory_order_seq_cst,
-                                     std::memory_order_seq_cst)) {
-      // Once: the caller looks again after any return (woken, timed out,
-      // or a spurious return).
-      futex_wait_for(&word, kSleeping, timeout_ns);
-    }
-  }
-  // Relaxed, and seq_cst below: as in park().
-  word.store(kAwake, std::memory_order_relaxed);
-  idle_sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+  // As park(), and done() is part of the look: the group's last count-down
+  // is the notifier (wake_parked). One timed sleep: the caller looks again
+  // after any return (woken, timed out, cancelled or spurious).
+  waiter_slot::prepare(word, &idle_sleepers_);
+  if (!done(ctx) && !work_visible_else_ask(self)) waiter_slot::commit_for(word, timeout_ns);
+  waiter_slot::retire(word, &idle_sleepers_);
 }
 
 void runtime_impl::wake_parked(std::atomic<std::uint32_t>& word) noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // see park_waiting()
-  std::uint32_t state = word.load(std::memory_order_seq_cst);
-  // Announced: cancel it (the worker looks again instead of sleeping); if it
-  // committed meanwhile, the CAS fails with kSleeping and we wake it.
-  if (state == kAnnounced && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) return;
-  if (state == kSleeping && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
-    futex_wake(&word, 1);
-  }
+  // The event count's notify (with its fence): cancel the announcement, or
+  // wake the worker if it committed.
+  waiter_slot::notify(word);
 }
 
 void runtime_impl::wake_one() noexcept {
@@ -159,49 +129,27 @@ void runtime_impl::wake_one() noexcept {
       const unsigned i = (start + k) % n;
       if (pass == 0 && config_.worker_cpus[i] != here) continue;
       worker& w = *workers_[i];
-      std::atomic<std::uint32_t>& word = w.park_word();
-      // Look before the CAS, so that awake workers' lines stay put. seq_cst:
-      // the Dekker pair of park()'s announcement.
-      std::uint32_t state = word.load(std::memory_order_seq_cst);
-      if (state == kSleeping &&
-          word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
-        futex_wake(&word, 1);
-        return;
-      }
-      if (state == kAnnounced && announced == nullptr) announced = &w;
+      // Look before the CAS, so that awake workers' lines stay put. The
+      // seq_cst look of the event count (its argument: the publication that
+      // notifies is seq_cst).
+      const std::uint32_t state = waiter_slot::state_seq_cst(w.park_word());
+      if (waiter_slot::wake_sleeper(w.park_word(), state)) return;
+      if (state == waiter_slot::kAnnounced && announced == nullptr) announced = &w;
     }
   }
-  if (announced != nullptr) {
-    std::atomic<std::uint32_t>& word = announced->park_word();
-    std::uint32_t state = kAnnounced;
-    if (word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) return;
-    // It committed meanwhile: wake it.
-    if (state == kSleeping && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
-      futex_wake(&word, 1);
-    }
-  }
+  if (announced != nullptr) waiter_slot::cancel_or_wake(announced->park_word(), waiter_slot::kAnnounced);
 }
 
 bool runtime_impl::wake_idle(worker& w) noexcept {
-  std::atomic<std::uint32_t>& word = w.park_word();
-  // seq_cst: the Dekker pair of park()'s announcement, after the caller's
-  // publication of work.
-  std::uint32_t state = word.load(std::memory_order_seq_cst);
-  if (state == kSleeping && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst)) {
-    futex_wake(&word, 1);
-    return true;
-  }
-  // Announced: it looks again instead of sleeping.
-  return state == kAnnounced && word.compare_exchange_strong(state, kAwake, std::memory_order_seq_cst);
+  // The seq_cst look of the event count (its argument: the caller's
+  // publication of work was seq_cst); an announced worker looks again
+  // instead of sleeping.
+  return waiter_slot::cancel_or_wake(w.park_word(), waiter_slot::state_seq_cst(w.park_word()));
 }
 
 void runtime_impl::wake_all() noexcept {
-  for (auto& w : workers_) {
-    // seq_cst: after the caller's seq_cst store of stop_ (see park()).
-    if (w->park_word().exchange(kAwake, std::memory_order_seq_cst) == kSleeping) {
-      futex_wake(&w->park_word(), 1);
-    }
-  }
+  // After the caller's seq_cst store of stop_.
+  for (auto& w : workers_) waiter_slot::notify_always(w->park_word());
 }
 
 void runtime_impl::worker_main(unsigned index) {

@@ -70,11 +70,11 @@ bool delegation_scheduler::add_queue::push(task* t) noexcept {
   }
   slots[at & (kAddQueueCapacity - 1)] = t;
   // seq_cst: a release, so a consumer that reads this tail (acquire) reads
-  // the slot written above; and the first half of the Dekker pair with
-  // park(): this store, then notify_one()'s seq_cst load of idle_sleepers_
-  // (in schedule(), after the unlock), against park()'s seq_cst increment of
-  // idle_sleepers_, then its seq_cst load of this tail in visible(). Either
-  // the parker sees the task, or the notifier sees the parker.
+  // the slot written above; and the notifier's half of the event count
+  // (wait/event_count.hpp): this store, then notify_one()'s seq_cst load of
+  // idle_sleepers_ (in schedule(), after the unlock), against park()'s
+  // announcement and its look at this tail in visible(). Either the parker
+  // sees the task, or the notifier sees the parker.
   tail.store(at + 1, std::memory_order_seq_cst);
   return true;
 }

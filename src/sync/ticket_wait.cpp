@@ -6,6 +6,7 @@
 #include "mote/sync/delegation_lock.hpp"
 #include "mote/sync/ticket_lock.hpp"
 #include "runtime/idle.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote::detail {
 
@@ -22,15 +23,17 @@ void ticket_wait(ticket_slot& s, std::uint64_t ticket) noexcept {
     // Acquire: pairs with grant_next()'s store; see ticket_queue::wait_turn.
     if (s.grant.load(std::memory_order_acquire) >= ticket) return;
     if (idle.spin()) continue;
-    // Announce, then look again: the Dekker pair with grant_next() (its
-    // seq_cst store of `grant`, then seq_cst load of `sleepers`). Either its
-    // load sees us and it wakes us, or our load sees its grant and we do not
-    // sleep. The futex compares the low half of `grant`, so a grant between
-    // our load and the sleep makes the sleep return at once.
-    s.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    const std::uint64_t seen = s.grant.load(std::memory_order_seq_cst);
-    if (seen < ticket) futex_wait(futex_low_half(&s.grant), static_cast<std::uint32_t>(seen));
-    s.sleepers.fetch_sub(1, std::memory_order_relaxed);
+    // The event count (wait/event_count.hpp), with `sleepers` as its waiter
+    // count and `grant` as its epoch: announce, then look again, against
+    // grant_next()'s seq_cst store of `grant` and seq_cst load of `sleepers`.
+    // Either its load sees us and it wakes us, or our load sees its grant
+    // and we do not sleep. The sleep compares the low half of `grant`, so a
+    // grant between our load and the sleep makes it return at once.
+    event_count::announce(s.sleepers);
+    // Acquire: as above.
+    const std::uint64_t seen = s.grant.load(std::memory_order_acquire);
+    if (seen < ticket) event_word::commit(futex_low_half(&s.grant), static_cast<std::uint32_t>(seen));
+    event_count::cancel_wait(s.sleepers);
     // Woken by a grant to another ticket of this slot (more waiters than
     // slots), or spuriously: look again; the spin window is spent, so the
     // next miss sleeps at once.
@@ -40,7 +43,7 @@ void ticket_wait(ticket_slot& s, std::uint64_t ticket) noexcept {
 void ticket_wake(ticket_slot& s) noexcept {
   // Every sleeper of the slot: with more waiters than slots, the one whose
   // turn it is may share it with others.
-  futex_wake(futex_low_half(&s.grant), -1);
+  event_word::notify(futex_low_half(&s.grant), -1);
 }
 
 std::size_t default_lock_slots() noexcept {
