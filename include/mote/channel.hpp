@@ -256,7 +256,7 @@ class channel {
         }
       }
       if (k != 0 || end) return k;
-      batch_->wait_for_items_unless([this] { return switched(); });
+      batch_->wait_for_items_until([this] { return items_look(); });
     }
     // On the MPMC queue: what BatchQueue still holds comes first.
     if (!batch_drained_.load(std::memory_order_acquire)) {
@@ -368,6 +368,21 @@ class channel {
     }
     return true;
   }
+  // A waiting bound thread's look at BatchQueue: inside a bound operation,
+  // so that a switch waits for it to end, and a consumer on the MPMC side
+  // (which takes BatchQueue's remaining items after the switch) never runs
+  // beside it. True, which ends the wait, when a switch is under way or done:
+  // the thread's next enter() then goes to the MPMC queue.
+  bool items_look() noexcept {
+    if (!enter_bound(consumer_)) return true;
+    bound_operation op{consumer_};
+    return batch_->has_items() || batch_->closed();
+  }
+  bool space_look() noexcept {
+    if (!enter_bound(producer_)) return true;
+    bound_operation op{producer_};
+    return batch_->has_space() || batch_->closed();
+  }
   // A thread that saw the switch goes to the MPMC queue only once it is
   // complete: nothing lands there while a bound operation may still be under
   // way, so a bound consumer that finds BatchQueue closed and empty has the
@@ -397,7 +412,7 @@ class channel {
     for (;;) {
       if (!enter(producer_)) break;
       if (bound_try_emplace(std::forward<A>(a)...)) return;
-      batch_->wait_for_space_unless([this] { return switched(); });
+      batch_->wait_for_space_until([this] { return space_look(); });
       if (batch_->closed()) throw usage_error("mote::channel: push after close()");
     }
     mpmc_->emplace(std::forward<A>(a)...);
@@ -412,7 +427,7 @@ class channel {
         // published before the close comes first.
         if (batch_->can_pop() || batch_->closed()) return batch_->try_pop();
       }
-      batch_->wait_for_items_unless([this] { return switched(); });
+      batch_->wait_for_items_until([this] { return items_look(); });
     }
     return pop_switched<true>();
   }

@@ -299,13 +299,17 @@ class batch_queue : private detail::pending_batch {
     detail::notify(not_empty_);
     detail::notify(not_full_);
   }
-  template <class Stop>
-  void wait_for_space_unless(Stop stop) {
-    detail::wait_until(not_full_, [&] { return has_space() || closed_.load(std::memory_order_acquire) || stop(); });
+  // For a channel's bound thread: sleeps on the queue's wait point until
+  // look(), the channel's whole test, is true. The channel makes the test
+  // inside a bound operation, so that it never reads this queue's fields
+  // beside a thread that took them over after a switch (channel.hpp).
+  template <class Look>
+  void wait_for_space_until(Look look) {
+    detail::wait_until(not_full_, look);
   }
-  template <class Stop>
-  void wait_for_items_unless(Stop stop) {
-    detail::wait_until(not_empty_, [&] { return has_items() || closed_.load(std::memory_order_acquire) || stop(); });
+  template <class Look>
+  void wait_for_items_until(Look look) {
+    detail::wait_until(not_empty_, look);
   }
 
   static constexpr std::size_t kAlign = detail::cache_line;
