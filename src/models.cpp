@@ -1,8 +1,8 @@
 // Every model the runtime carries, in one list: the core calls their hooks
-// (runtime/extension.hpp) and includes none of their headers. Adding a model
+// (core/extension.hpp) and includes none of their headers. Adding a model
 // is adding its folder and its line here (the declaration and the entry).
 // The order is the order in which idle workers ask the work sources.
-#include "runtime/extension.hpp"
+#include "core/extension.hpp"
 
 namespace mote::detail {
 

@@ -16,7 +16,7 @@
 
 #include "mote/detail/adaptive.hpp"
 #include "mote/mote.hpp"
-#include "runtime/config.hpp"
+#include "core/config.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -11,7 +11,7 @@
 #include "mote/error.hpp"
 #include "mote/runtime.hpp"
 #include "mote/topology.hpp"
-#include "runtime/config.hpp"
+#include "core/config.hpp"
 
 namespace {
 

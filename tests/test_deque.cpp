@@ -12,7 +12,7 @@
 
 #include "mote/detail/split_deque.hpp"
 #include "mote/detail/worker.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "core/runtime_impl.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "mote/mote.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "core/runtime_impl.hpp"
 #include "test_util.hpp"
 
 namespace {

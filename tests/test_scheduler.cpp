@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "mote/mote.hpp"
-#include "runtime/config.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "core/config.hpp"
+#include "core/runtime_impl.hpp"
 #include "scheduler/delegation.hpp"
 #include "test_util.hpp"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/extension.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "core/extension.hpp"
+#include "core/runtime_impl.hpp"
 
 namespace mote::detail {
 

@@ -15,10 +15,10 @@
 #include "mote/join.hpp"
 #include "mote/topology.hpp"
 #include "mote/trace.hpp"
-#include "runtime/config.hpp"
-#include "runtime/extension.hpp"
-#include "runtime/idle.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "core/config.hpp"
+#include "core/extension.hpp"
+#include "wait/idle.hpp"
+#include "core/runtime_impl.hpp"
 #include "wait/event_count.hpp"
 
 namespace mote {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "mote/detail/loops.hpp"
-#include "runtime/config.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "core/config.hpp"
+#include "core/runtime_impl.hpp"
 
 namespace mote {
 

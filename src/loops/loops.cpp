@@ -15,9 +15,9 @@
 #include "mote/runtime.hpp"
 #include "mote/task_group.hpp"
 #include "mote/trace.hpp"
-#include "runtime/extension.hpp"
-#include "runtime/idle.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "core/extension.hpp"
+#include "wait/idle.hpp"
+#include "core/runtime_impl.hpp"
 #include "wait/event_count.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -11,7 +11,7 @@
 
 #include "mote/detail/loops.hpp"
 #include "mote/detail/platform.hpp"
-#include "runtime/config.hpp"
+#include "core/config.hpp"
 
 namespace mote::detail {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mote/detail/queue_wait.hpp"
-#include "runtime/idle.hpp"
+#include "wait/idle.hpp"
 #include "wait/event_count.hpp"
 
 namespace mote::detail {

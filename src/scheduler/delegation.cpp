@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/runtime_impl.hpp"
+#include "core/runtime_impl.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace mote::detail {

@@ -1,7 +1,7 @@
 // The factory of scheduler policies: one line per policy.
 #include "scheduler/scheduler.hpp"
 
-#include "runtime/config.hpp"
+#include "core/config.hpp"
 
 namespace mote::detail {
 

@@ -3,7 +3,7 @@
 // is the core's, as join needs it under every policy); from any other thread
 // it goes through the injection queue. docs/scheduler.md.
 #include "mote/runtime.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "core/runtime_impl.hpp"
 #include "scheduler/scheduler.hpp"
 
 namespace mote::detail {

@@ -5,7 +5,7 @@
 #include "mote/error.hpp"
 #include "mote/sync/delegation_lock.hpp"
 #include "mote/sync/ticket_lock.hpp"
-#include "runtime/idle.hpp"
+#include "wait/idle.hpp"
 #include "wait/event_count.hpp"
 
 namespace mote::detail {

@@ -2,7 +2,7 @@
 // makes something true. Every wait in the tree (an idle worker, a join waiting
 // for its thief, a task group, runtime::run, a loop's leader, a queue or a
 // channel, a ticket lock, an assistant and its owner) spins first on
-// idle_wait (runtime/idle.hpp: the spin window, the yields, the machine's
+// idle_wait (wait/idle.hpp: the spin window, the yields, the machine's
 // oversubscription, the doubling timeouts) and then sleeps here. Nothing else
 // calls the futex.
 //

@@ -200,7 +200,7 @@ class alignas(cache_line) worker {
   // model's own constant; src/models.cpp checks that no two share one). The
   // runtime fills the slots from the models' hooks before the worker's thread
   // starts, or on that thread as it starts, and empties them when it ends
-  // (runtime/extension.hpp). Reading a slot costs one load from a line that
+  // (core/extension.hpp). Reading a slot costs one load from a line that
   // stays put while the worker runs, so any thread may read any worker's.
   static constexpr unsigned kSlots = 4;
   void* slot(unsigned i) const noexcept { return slots_[i]; }

@@ -4,7 +4,7 @@
 
 #include <cassert>
 
-#include "runtime/runtime_impl.hpp"
+#include "core/runtime_impl.hpp"
 
 namespace mote::detail {
 

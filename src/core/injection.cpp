@@ -1,8 +1,8 @@
 // Work from threads that are not workers of the runtime: the injection queue,
 // and runtime::run's wait for it.
 #include "mote/trace.hpp"
-#include "runtime/idle.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "wait/idle.hpp"
+#include "core/runtime_impl.hpp"
 #include "wait/event_count.hpp"
 
 namespace mote::detail {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "mote/topology.hpp"
-#include "runtime/idle.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "wait/idle.hpp"
+#include "core/runtime_impl.hpp"
 
 namespace mote::detail {
 

@@ -7,9 +7,9 @@
 
 #include "mote/runtime.hpp"
 #include "mote/topology.hpp"
-#include "runtime/idle.hpp"
-#include "runtime/runtime_impl.hpp"
-#include "runtime/trace_impl.hpp"
+#include "wait/idle.hpp"
+#include "core/runtime_impl.hpp"
+#include "trace/trace_impl.hpp"
 
 namespace mote {
 namespace detail {

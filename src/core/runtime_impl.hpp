@@ -19,8 +19,8 @@
 #include "mote/detail/platform.hpp"
 #include "mote/detail/worker.hpp"
 #include "mote/runtime.hpp"
-#include "runtime/config.hpp"
-#include "runtime/extension.hpp"
+#include "core/config.hpp"
+#include "core/extension.hpp"
 #include "scheduler/scheduler.hpp"
 #include "wait/event_count.hpp"
 

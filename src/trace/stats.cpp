@@ -1,7 +1,7 @@
 // MOTE_STATS=1: per-worker counters, printed when a runtime ends.
 #include <cstdio>
 
-#include "runtime/runtime_impl.hpp"
+#include "core/runtime_impl.hpp"
 
 namespace mote::detail {
 

@@ -14,8 +14,8 @@
 #include <mutex>
 
 #include "mote/error.hpp"
-#include "runtime/runtime_impl.hpp"
-#include "runtime/trace_impl.hpp"
+#include "core/runtime_impl.hpp"
+#include "trace/trace_impl.hpp"
 
 namespace mote::detail {
 

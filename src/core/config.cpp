@@ -2,7 +2,7 @@
 // then defaults from the topology. A value that cannot be used is reported
 // with the variable (or option) that held it and the value itself, because the
 // person reading the message is usually looking at a job script, not our code.
-#include "runtime/config.hpp"
+#include "core/config.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -8,8 +8,8 @@
 
 #include "mote/topology.hpp"
 #include "mote/trace.hpp"
-#include "runtime/idle.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "wait/idle.hpp"
+#include "core/runtime_impl.hpp"
 #include "wait/event_count.hpp"
 
 namespace mote::detail {

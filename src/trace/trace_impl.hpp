@@ -1,4 +1,4 @@
-// The trace registry's side that the runtime uses (src/runtime/trace.cpp).
+// The trace registry's side that the runtime uses (src/trace/trace.cpp).
 #pragma once
 
 #include <string_view>

@@ -20,7 +20,7 @@
 
 #include "mote/error.hpp"
 #include "mote/task_group.hpp"
-#include "runtime/trace_impl.hpp"
+#include "trace/trace_impl.hpp"
 
 namespace mote {
 namespace detail {

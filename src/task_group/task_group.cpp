@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <exception>
 
-#include "runtime/idle.hpp"
-#include "runtime/runtime_impl.hpp"
+#include "wait/idle.hpp"
+#include "core/runtime_impl.hpp"
 #include "wait/event_count.hpp"
 
 namespace mote {
