@@ -8,14 +8,18 @@ includes one of their headers, directly or through other headers of this
 tree, fails the check, which prints the chain of includes.
 
     scripts/check_includes.py [--root DIR]
+    scripts/check_includes.py --self-test
 
-Exit status 0 when the rule holds, 1 otherwise.
+Exit status 0 when the rule holds, 1 otherwise. --self-test checks the check
+itself on small trees made for it: it must pass a clean core and catch a
+direct include, one through a header, and a policy in src/scheduler/.
 """
 
 import argparse
 import os
 import re
 import sys
+import tempfile
 
 # The core: every file under these folders, and these files.
 # (the core proper, the one waiting primitive, task groups and tracing)
@@ -96,20 +100,69 @@ def violations(root, start):
     return found
 
 
+def check(root, quiet=False):
+    """Prints every violation under root; the number of them."""
+    bad = 0
+    for f in core_files(root):
+        for chain in violations(root, f):
+            bad += 1
+            if not quiet:
+                print("%s includes %s" % (os.path.relpath(f, root), " -> ".join(chain)))
+    return bad
+
+
+def self_test():
+    def count(files):
+        with tempfile.TemporaryDirectory(prefix="check_includes.") as d:
+            for path, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(d, path)), exist_ok=True)
+                with open(os.path.join(d, path), "w", encoding="utf-8") as f:
+                    f.write(text)
+            return check(d, quiet=True)
+
+    base = {
+        "src/runtime/worker.cpp": '#include "mote/detail/worker.hpp"\n#include "scheduler/scheduler.hpp"\n',
+        "include/mote/detail/worker.hpp": '// see #include "loops/loops.hpp" in a comment\n',
+        "src/scheduler/scheduler.hpp": "",
+        "src/loops/loops.hpp": "",
+        "src/scheduler/delegation.hpp": "",
+        "include/mote/detail/adaptive.hpp": "",
+    }
+    cases = [
+        ("a clean core", {}, 0),
+        ("a direct include", {"src/runtime/a.cpp": '#include "loops/loops.hpp"\n'}, 1),
+        ("an include through a header",
+         {"include/mote/detail/worker.hpp": '#include "mote/detail/x.hpp"\n',
+          "include/mote/detail/x.hpp": '#include "mote/detail/adaptive.hpp"\n'}, 2),
+        ("a policy", {"src/runtime/b.cpp": '#include "scheduler/delegation.hpp"\n'}, 1),
+    ]
+    failed = 0
+    for name, extra, want in cases:
+        files = dict(base)
+        files.update(extra)
+        # Through worker.hpp: it and the core file that includes it.
+        got = count(files)
+        if got != want:
+            print("check_includes self-test: %s: %d violations, expected %d" % (name, got, want), file=sys.stderr)
+            failed += 1
+    if failed == 0:
+        print("check_includes self-test: %d cases pass" % len(cases))
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
+    if args.self_test:
+        return self_test()
     root = os.path.abspath(args.root)
     files = core_files(root)
     if not files:
         print("check_includes: no core files under " + ", ".join(CORE_DIRS), file=sys.stderr)
         return 1
-    bad = 0
-    for f in files:
-        for chain in violations(root, f):
-            bad += 1
-            print("%s includes %s" % (os.path.relpath(f, root), " -> ".join(chain)))
+    bad = check(root)
     if bad:
         print("check_includes: %d include(s) of a model or a scheduler policy from the core "
               "(see docs/design.md)" % bad, file=sys.stderr)

@@ -62,6 +62,7 @@ stage_asan() {
 stage_tidy() {
   # The core includes no model and no scheduler policy (docs/design.md).
   local rule=0
+  /usr/bin/python3 "$root/scripts/check_includes.py" --self-test || rule=$?
   /usr/bin/python3 "$root/scripts/check_includes.py" --root "$root" || rule=$?
   local db="$root/build/release/compile_commands.json"
   if [[ ! -f $db ]]; then

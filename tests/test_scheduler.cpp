@@ -157,8 +157,33 @@ TEST(SchedulerPolicy, TheWorkersFollowThePolicy) {
     mote::runtime rt(o);
     mote::detail::runtime_impl& impl = mote::detail::runtime_access::impl(rt);
     EXPECT_EQ(impl.config().policy, p);
+    EXPECT_EQ(impl.policy().takes_spawns(), p == scheduler_policy::delegation);
     for (unsigned i = 0; i < rt.num_workers(); ++i) {
       EXPECT_EQ(impl.worker_at(i).delegating(), p == scheduler_policy::delegation) << i;
+    }
+  }
+}
+
+// The models attach through their hooks (src/models.cpp): every worker holds
+// its loop state, and join's offload model exactly when the runtime is adaptive.
+TEST(ModelHooks, EveryWorkerHoldsItsModelsState) {
+  for (bool adaptive : {false, true}) {
+    mote::runtime_options o = mote_test::workers(3);
+    o.adaptive = adaptive;
+    mote::runtime rt(o);
+    mote::detail::runtime_impl& impl = mote::detail::runtime_access::impl(rt);
+    for (unsigned i = 0; i < rt.num_workers(); ++i) {
+      const mote::detail::worker& w = impl.worker_at(i);
+      ASSERT_NE(w.slot(mote::detail::kLoopsSlot), nullptr) << i;
+      EXPECT_EQ(mote::detail::loops_of(w).depth, 0u) << i;
+      EXPECT_EQ(w.slot(mote::detail::kAdaptiveSlot) != nullptr, adaptive) << i;
+    }
+    // A loop runs on them, and its state is back to rest afterwards.
+    std::atomic<long> sum{0};
+    rt.run([&] { mote::parallel_for(0, 1000, [&](int k) { sum.fetch_add(k, std::memory_order_relaxed); }); });
+    EXPECT_EQ(sum.load(), 999L * 1000 / 2);
+    for (unsigned i = 0; i < rt.num_workers(); ++i) {
+      EXPECT_EQ(mote::detail::loops_of(impl.worker_at(i)).open.load(std::memory_order_relaxed), nullptr) << i;
     }
   }
 }

@@ -7,9 +7,12 @@
 // source of work that idle workers help with. The core calls the hooks; it
 // never includes a model's header. Any hook may be nullptr.
 //
-//   // src/models.cpp, one line per model:
-//   extern const model_hooks loops_model;  // src/loops/loops.cpp
-//   ... &loops_model, ...
+//   // src/loops/loops.cpp: the model defines its table,
+//   extern const model_hooks loops_model;
+//   const model_hooks loops_model = {.name = "loops", .slot = kLoopsSlot, ...};
+//   // src/models.cpp: declares it and lists it.
+//   extern const model_hooks loops_model;
+//   const model_hooks* const kModels[] = {&loops_model, ...};
 #pragma once
 
 #include <cstddef>

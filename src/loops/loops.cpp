@@ -630,7 +630,6 @@ bool open_for(const loop_desc* d, const worker& self) noexcept {
   return d != nullptr && d->team.seat_of[self.index()] >= 0 && !d->dry.load(std::memory_order_relaxed);
 }
 
-
 // An idle worker joins an open loop of a team it belongs to and runs its
 // batches. True when it ran at least one.
 bool help_loops(worker& self) noexcept {
