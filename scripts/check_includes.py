@@ -121,7 +121,7 @@ def self_test():
             return check(d, quiet=True)
 
     base = {
-        "src/runtime/worker.cpp": '#include "mote/detail/worker.hpp"\n#include "scheduler/scheduler.hpp"\n',
+        "src/core/worker.cpp": '#include "mote/detail/worker.hpp"\n#include "scheduler/scheduler.hpp"\n',
         "include/mote/detail/worker.hpp": '// see #include "loops/loops.hpp" in a comment\n',
         "src/scheduler/scheduler.hpp": "",
         "src/loops/loops.hpp": "",
@@ -130,11 +130,11 @@ def self_test():
     }
     cases = [
         ("a clean core", {}, 0),
-        ("a direct include", {"src/runtime/a.cpp": '#include "loops/loops.hpp"\n'}, 1),
+        ("a direct include", {"src/core/a.cpp": '#include "loops/loops.hpp"\n'}, 1),
         ("an include through a header",
          {"include/mote/detail/worker.hpp": '#include "mote/detail/x.hpp"\n',
           "include/mote/detail/x.hpp": '#include "mote/detail/adaptive.hpp"\n'}, 2),
-        ("a policy", {"src/runtime/b.cpp": '#include "scheduler/delegation.hpp"\n'}, 1),
+        ("a policy", {"src/core/b.cpp": '#include "scheduler/delegation.hpp"\n'}, 1),
     ]
     failed = 0
     for name, extra, want in cases:
