@@ -123,7 +123,7 @@ template <class Q>
 class Queues : public ::testing::Test {};
 
 template <class T>
-using lamport = mote::lamport_ring<T>;
+using lamport = mote::detail::lamport_ring<T>;
 template <class T>
 using cached = mote::cached_ring<T>;
 template <class T>
@@ -587,7 +587,7 @@ TYPED_TEST(Throwing, APopLeavesTheItem) {
 
 TEST(Queues, CapacityIsChecked) {
   EXPECT_THROW(mote::batch_queue<int>(1), std::invalid_argument);
-  EXPECT_THROW(mote::lamport_ring<int>(0), std::invalid_argument);
+  EXPECT_THROW(mote::detail::lamport_ring<int>(0), std::invalid_argument);
   EXPECT_THROW(mote::cached_ring<int>(1), std::invalid_argument);
   EXPECT_THROW(mote::mpmc_queue<int>(1), std::invalid_argument);
   EXPECT_EQ(mote::mpmc_queue<int>(100).capacity(), 128U);

@@ -5,7 +5,7 @@
 //   boost_spsc          boost::lockfree::spsc_queue<T>(capacity) (run-time
 //                       size); its push/pop never wait: the benchmark
 //                       retries at once (`while (!q.push(v)) ;`)
-//   mote_lamport        mote::lamport_ring<T>
+//   mote_lamport        mote::detail::lamport_ring<T>
 //   mote_cached         mote::cached_ring<T>
 //   mote_batch          mote::batch_queue<T>
 //   mote_mpmc           mote::mpmc_queue<T>
@@ -159,9 +159,9 @@ class mote_queue {
 };
 
 template <class T>
-struct mote_lamport : mote_queue<mote::lamport_ring<T>, T> {
-  static constexpr const char* kType = "mote::lamport_ring";
-  explicit mote_lamport(std::size_t capacity) : mote_queue<mote::lamport_ring<T>, T>(capacity) {}
+struct mote_lamport : mote_queue<mote::detail::lamport_ring<T>, T> {
+  static constexpr const char* kType = "mote::detail::lamport_ring";
+  explicit mote_lamport(std::size_t capacity) : mote_queue<mote::detail::lamport_ring<T>, T>(capacity) {}
   const char* in_use() const { return kType; }
 };
 template <class T>

@@ -1,29 +1,31 @@
-// Two single-producer single-consumer rings, the classic designs that
-// mote::batch_queue improves on, kept as public queues because each is the
-// better choice somewhere:
+// mote::cached_ring<T>: a single-producer single-consumer ring with cached
+// indices (FastForward, MCRingBuffer): each side keeps its last view of the
+// other's index and reads the shared one again only when the cached view
+// says full (or empty), so the index lines move once per lap of the slack,
+// not once per item.
 //
-//   mote::lamport_ring<T>  Lamport's ring: the producer reads the consumer's
-//                          index on every push and the consumer reads the
-//                          producer's on every pop. The simplest ring; every
-//                          item moves the index lines between the cores.
-//   mote::cached_ring<T>   the same ring with cached indices (FastForward,
-//                          MCRingBuffer): each side keeps its last view of
-//                          the other's index and reads the shared one again
-//                          only when the cached view says full (or empty).
-//                          The index lines move once per lap of the slack,
-//                          not once per item.
+// Who should choose it over mote::batch_queue: a stream whose every item
+// must be visible to the consumer the moment push() returns, from a producer
+// that cannot say when it is done for a while (it never calls flush(), and
+// it does not block on the queue between items): sporadic requests, replies,
+// control messages. batch_queue publishes a half when it fills, on flush()
+// and when its producer waits; between those its items are not visible.
+// For a long stream, batch_queue moves fewer cache lines per item and is the
+// better queue (docs/streams.md has the figures).
 //
-// Both publish every item at once (no batch: flush() does nothing), so a
-// consumer sees a push as soon as it returns, which suits request-reply
-// traffic; mote::batch_queue moves fewer lines per item when the stream is
-// long. One thread pushes and one pops at a time; either role may move to
-// another thread with synchronization between the two.
+// One thread pushes and one pops at a time; either role may move to another
+// thread with synchronization between the two.
 //
 //   mote::cached_ring<int> q(1024);             // capacity rounds up to a power of 2
 //   std::thread consumer([&] { while (auto v = q.pop()) use(*v); });
 //   for (int i = 0; i < n; ++i) q.push(i);
 //   q.close();
 //   consumer.join();
+//
+// detail::lamport_ring<T> is Lamport's ring, the same code without the
+// cached indices (every operation reads the other side's index): the
+// reference design the benchmarks measure the others against, not a public
+// queue (nothing recommends it over cached_ring).
 #pragma once
 
 #include <algorithm>
@@ -303,18 +305,14 @@ class spsc_ring {
   detail::wait_point not_full_;
 };
 
-}  // namespace detail
-
-// Lamport's single-producer single-consumer ring (see the top of this file).
-//
-//   mote::lamport_ring<double> q(256);
-//   q.push(1.5);
-//   if (auto v = q.try_pop()) std::printf("%g\n", *v);
+// Lamport's ring (see the top of this file): for the benchmarks and tests.
 template <class T>
-class lamport_ring : public detail::spsc_ring<T, false> {
+class lamport_ring : public spsc_ring<T, false> {
  public:
-  using detail::spsc_ring<T, false>::spsc_ring;
+  using spsc_ring<T, false>::spsc_ring;
 };
+
+}  // namespace detail
 
 // A single-producer single-consumer ring with cached indices (see the top
 // of this file).
