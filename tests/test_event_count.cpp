@@ -411,13 +411,13 @@ TEST(EventCount, OneWordFormSleepsWhileTheWordIsParked) {
 
 // Without the fences the processor may move each side's load above its
 // store (x86's store buffer does), and the hunt must see it: it stops at the
-// first lost wake-up, and gives up (and fails) after 30 s per form. Each
+// first lost wake-up, and gives up (and fails) after 120 s per form. Each
 // form finds one within 0.1 to 4 s on an idle 2-CPU machine; much longer
 // when other processes hold a CPU, since it takes both at once.
 TEST(EventCountUnfenced, HuntFindsTheLostWakeUpsOfAMissingFence) {
   for (form f : {form::targeted, form::shared}) {
     const auto start = clock_type::now();
-    const auto give_up = start + std::chrono::seconds(30);
+    const auto give_up = start + std::chrono::seconds(120);
     std::uint64_t found = 0;
     std::uint64_t rounds = 0;
     while (found == 0 && clock_type::now() < give_up) {
