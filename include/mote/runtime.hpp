@@ -104,7 +104,7 @@ struct external_task : queued_task {
 };
 
 MOTE_API void submit_and_wait(runtime_impl& rt, external_task& t);
-// rt.schedule(t, w): the scheduler policy seam (runtime_impl::schedule), for
+// rt.schedule(t, w): the scheduler policy's entry (runtime_impl::schedule), for
 // inline code that only knows the runtime by pointer (task_group::spawn
 // under scheduler_policy::delegation).
 MOTE_API void schedule_task(runtime_impl& rt, queued_task* t, worker* w);
