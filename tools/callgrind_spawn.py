@@ -20,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchreport.runner import find_exe  # noqa: E402  (the tools folder is the package's root)
+
 RUNTIMES = [("serial", "serial"), ("mote", "mote"), ("onetbb", "tbb"),
             ("gnu_omp", "gomp"), ("llvm_omp", "llvmomp")]
 SIZES = (20, 24)
@@ -33,12 +36,6 @@ def fib_spawns(n):
     return a - 1
 
 
-def find_exe(name, bin_dirs):
-    for d in bin_dirs:
-        p = os.path.join(d, name)
-        if os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    return None
 
 
 def instructions(exe, n):
