@@ -11,21 +11,44 @@
 //                                before the pairs and let sleep after them, as
 //                                a program would around a parallel section
 //                                (pairs only)
+//   MOTE_BENCH_WITH_DELEGATION=1 the delegation scheduler (MOTE_SCHEDULER=
+//                                delegation, set in the process before the
+//                                runtime starts; extra.env says so)
+//   MOTE_BENCH_WITH_NO_POOLS=1   the data-flow records from the system
+//                                allocator instead of mote's pools
+//                                (MOTE_DATAFLOW_POOLS=0, likewise); linked
+//                                with jemalloc, that allocator is jemalloc
+// Data flow: one mote::dataflow per repetition, its accesses mote::in /
+// inout / commutative and mote::reduction(std::plus<>) for a sum;
+// extra.allocator says which malloc the process really uses.
 #pragma once
 
+#include <dlfcn.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <mote/dataflow.hpp>
 #include <mote/loops.hpp>
 #include <mote/mote.hpp>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "backend.hpp"
+#include "dataflow_api.hpp"
 
 #ifndef MOTE_BENCH_WITH_ADAPTIVE
 #  define MOTE_BENCH_WITH_ADAPTIVE 0
 #endif
 #ifndef MOTE_BENCH_WITH_ASSISTANT
 #  define MOTE_BENCH_WITH_ASSISTANT 0
+#endif
+#ifndef MOTE_BENCH_WITH_DELEGATION
+#  define MOTE_BENCH_WITH_DELEGATION 0
+#endif
+#ifndef MOTE_BENCH_WITH_NO_POOLS
+#  define MOTE_BENCH_WITH_NO_POOLS 0
 #endif
 
 namespace mote_bench {
@@ -50,6 +73,64 @@ class locals {
 
  private:
   mote::per_worker<T> slots_;
+};
+
+// The variant's environment settings, as "NAME=value" separated by spaces
+// (extra.env); empty for none.
+inline std::string settings() {
+  std::string out;
+  if (MOTE_BENCH_WITH_DELEGATION) out += "MOTE_SCHEDULER=delegation";
+  if (MOTE_BENCH_WITH_NO_POOLS) out += std::string(out.empty() ? "" : " ") + "MOTE_DATAFLOW_POOLS=0";
+  return out;
+}
+
+// Puts them in the process environment, before the runtime reads them.
+inline void apply_settings() {
+  if (MOTE_BENCH_WITH_DELEGATION) setenv("MOTE_SCHEDULER", "delegation", 1);
+  if (MOTE_BENCH_WITH_NO_POOLS) setenv("MOTE_DATAFLOW_POOLS", "0", 1);
+}
+
+namespace dep = dataflow::dep;
+
+template <class T>
+mote::access to_mote(const dep::in_t<T>& a) {
+  return a.n == 0 ? mote::in(*a.p) : mote::in(a.p, a.n);
+}
+template <class T>
+mote::access to_mote(const dep::inout_t<T>& a) {
+  return a.n == 0 ? mote::inout(*a.p) : mote::inout(a.p, a.n);
+}
+template <class T>
+mote::access to_mote(const dep::commutative_t<T>& a) {
+  return a.n == 0 ? mote::commutative(*a.p) : mote::commutative(a.p, a.n);
+}
+inline auto to_mote(const dep::sum_t& a) { return mote::reduction(std::plus<>{}, *a.target); }
+
+// A data-flow kernel's tasks on one mote::dataflow.
+struct flow {
+  mote::dataflow& df;
+  template <class F, class... A>
+  void spawn(F&& f, const A&... a) {
+    df.spawn(to_mote(a)..., std::forward<F>(f));
+  }
+  template <class Body>
+  void reduction_scope(double&, Body&& body) {
+    body();
+  }
+  void wait() { df.wait(); }
+};
+
+// A kernel's program: a fresh mote::dataflow for every run.
+template <class P>
+struct flow_program {
+  mote::runtime& rt;
+  P& p;
+  void execute() {
+    mote::dataflow df(rt);
+    flow w{df};
+    p.graph(w);
+    w.wait();
+  }
 };
 
 }  // namespace mote_backend_detail
@@ -100,6 +181,9 @@ class backend {
   static constexpr bool runs_on_caller = false;
 
   explicit backend(options& o) : rt_(make_options(o)) {
+    if (const std::string env = mote_backend_detail::settings(); !env.empty()) info_.add("env", env);
+    // jemalloc exports mallctl.
+    info_.add("allocator", dlsym(RTLD_DEFAULT, "mallctl") != nullptr ? "jemalloc" : "system");
     info_.add("spin_us", static_cast<std::int64_t>(rt_.spin().count()));
     info_.add("adaptive", std::int64_t{mote_backend_detail::kAdaptive ? 1 : 0});
   }
@@ -204,8 +288,19 @@ class backend {
     return mote_backend_detail::locals<T>(rt_, std::move(init));
   }
 
+  // ---- data flow
+  template <class Body>
+  void flow_region(Body&& body) {
+    rt_.run([&] { body(); });
+  }
+  template <class P>
+  mote_backend_detail::flow_program<P> flow_prepare(P& p) {
+    return {rt_, p};
+  }
+
  private:
   static mote::runtime_options make_options(const options& o) {
+    mote_backend_detail::apply_settings();
     mote::runtime_options options;
     options.num_workers = o.workers;
     options.adaptive = mote_backend_detail::kAdaptive;

@@ -22,6 +22,15 @@
 // nested parallel regions would oversubscribe the cores, and collapse(2) would
 // make every element an iteration of its own (no vectorized rows); with 2
 // threads every shape has rows enough.
+//
+// Data flow: one persistent parallel region whose single thread spawns every
+// task (the others run them). The accesses map to depend(in:) /
+// depend(inout:) / depend(mutexinoutset:) on the first address, and dep::sum
+// to in_reduction(+:) under a taskgroup task_reduction(+:) (OpenMP 5.0): that
+// taskgroup waits for its tasks at its end, so heat's per-step reductions put
+// a wait after every time step, where the other runtimes let the next step
+// start on the blocks that are ready. OpenMP needs every depend clause written
+// out, so flow::spawn below has one pragma per access pattern the kernels use.
 #pragma once
 
 #include <omp.h>
@@ -31,11 +40,13 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "../common/omp_info.hpp"
 #include "backend.hpp"
+#include "dataflow_api.hpp"
 
 #ifndef MOTE_BENCH_WITH_DYNAMIC_SCHEDULE
 #  define MOTE_BENCH_WITH_DYNAMIC_SCHEDULE 0
@@ -113,6 +124,132 @@ void share(std::size_t n, std::size_t g, F&& f) {
     }
   }
 }
+
+namespace dep = dataflow::dep;
+
+#define DF_PRAGMA(...) _Pragma(#__VA_ARGS__)
+// One deferred task running `call`, firstprivate copy of the callable fn.
+#define DF_TASK(call, ...)                                  \
+  {                                                         \
+    DF_PRAGMA(omp task firstprivate(fn) __VA_ARGS__)        \
+    call;                                                   \
+  }
+
+// The first address of each access, by kind, in order.
+struct addresses {
+  char* in[4];
+  char* io[2];
+  char* cm[1];
+  double* sum[1];
+  int nin = 0, nio = 0, ncm = 0, nsum = 0;
+
+  template <class T>
+  void add(const dep::in_t<T>& a) {
+    in[nin++] = reinterpret_cast<char*>(const_cast<std::remove_const_t<T>*>(a.p));
+  }
+  template <class T>
+  void add(const dep::inout_t<T>& a) {
+    io[nio++] = reinterpret_cast<char*>(a.p);
+  }
+  template <class T>
+  void add(const dep::commutative_t<T>& a) {
+    cm[ncm++] = reinterpret_cast<char*>(a.p);
+  }
+  void add(const dep::sum_t& a) { sum[nsum++] = a.target; }
+};
+
+template <class... A>
+struct pattern {
+  static constexpr int in = (0 + ... + dep::kind<A>::in);
+  static constexpr int inout = (0 + ... + dep::kind<A>::inout);
+  static constexpr int commutative = (0 + ... + dep::kind<A>::commutative);
+  static constexpr int sum = (0 + ... + dep::kind<A>::sum);
+};
+
+// A data-flow kernel's tasks as OpenMP tasks with depend clauses.
+struct flow {
+  template <class F, class... A>
+  void spawn(F&& f, const A&... a) {
+    using P = pattern<A...>;
+    static_assert(P::in <= 4 && P::inout <= 2 && P::commutative <= 1 && P::sum <= 1);
+    addresses d;
+    (d.add(a), ...);
+    std::decay_t<F> fn(std::forward<F>(f));
+    [[maybe_unused]] char** in = d.in;
+    [[maybe_unused]] char** io = d.io;
+    [[maybe_unused]] char** cm = d.cm;
+    if constexpr (P::sum == 0 && P::commutative == 0) {
+      if constexpr (P::inout == 1 && P::in == 0) {
+        DF_TASK(fn(), depend(inout : io[0][0]))
+      } else if constexpr (P::inout == 1 && P::in == 1) {
+        DF_TASK(fn(), depend(inout : io[0][0]) depend(in : in[0][0]))
+      } else if constexpr (P::inout == 1 && P::in == 2) {
+        DF_TASK(fn(), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0]))
+      } else if constexpr (P::inout == 1 && P::in == 3) {
+        DF_TASK(fn(), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0], in[2][0]))
+      } else if constexpr (P::inout == 1 && P::in == 4) {
+        DF_TASK(fn(), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0], in[2][0], in[3][0]))
+      } else if constexpr (P::inout == 2 && P::in == 0) {
+        DF_TASK(fn(), depend(inout : io[0][0], io[1][0]))
+      } else {
+        static_assert(sizeof(F) == 0, "access pattern not written out");
+      }
+    } else if constexpr (P::sum == 0 && P::commutative == 1 && P::inout == 0) {
+      if constexpr (P::in == 1) {
+        DF_TASK(fn(), depend(mutexinoutset : cm[0][0]) depend(in : in[0][0]))
+      } else if constexpr (P::in == 2) {
+        DF_TASK(fn(), depend(mutexinoutset : cm[0][0]) depend(in : in[0][0], in[1][0]))
+      } else {
+        static_assert(sizeof(F) == 0, "access pattern not written out");
+      }
+    } else if constexpr (P::sum == 1 && P::commutative == 0) {
+      double& r = *d.sum[0];
+      if constexpr (P::inout == 0 && P::in == 2) {
+        DF_TASK(fn(r), depend(in : in[0][0], in[1][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 0) {
+        DF_TASK(fn(r), depend(inout : io[0][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 1) {
+        DF_TASK(fn(r), depend(inout : io[0][0]) depend(in : in[0][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 2) {
+        DF_TASK(fn(r), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 3) {
+        DF_TASK(fn(r), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0], in[2][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 4) {
+        DF_TASK(fn(r),
+                depend(inout : io[0][0]) depend(in : in[0][0], in[1][0], in[2][0], in[3][0]) in_reduction(+ : r))
+      } else {
+        static_assert(sizeof(F) == 0, "access pattern not written out");
+      }
+    } else {
+      static_assert(sizeof(F) == 0, "access pattern not written out");
+    }
+  }
+
+  template <class Body>
+  void reduction_scope(double& target, Body&& body) {
+    double& r = target;
+#pragma omp taskgroup task_reduction(+ : r)
+    { body(); }
+  }
+
+  void wait() {
+#pragma omp taskwait
+  }
+};
+
+#undef DF_TASK
+#undef DF_PRAGMA
+
+// A kernel's program: its tasks spawned again for every run.
+template <class P>
+struct flow_program {
+  P& p;
+  void execute() {
+    flow w;
+    p.graph(w);
+    w.wait();
+  }
+};
 
 }  // namespace omp_backend_detail
 
@@ -269,6 +406,19 @@ class backend {
   template <class T, class Init>
   omp_backend_detail::locals<T> locals(Init init) {
     return omp_backend_detail::locals<T>(threads_, std::move(init));
+  }
+
+  // ---- data flow: the spawning thread is the single thread of one region
+  template <class Body>
+  void flow_region(Body&& body) {
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads) shared(body)
+#pragma omp single
+    body();
+  }
+  template <class P>
+  omp_backend_detail::flow_program<P> flow_prepare(P& p) {
+    return {p};
   }
 
  private:

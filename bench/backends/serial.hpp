@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "backend.hpp"
+#include "dataflow_api.hpp"
 
 namespace mote_bench {
 // Internal linkage, as in a single source file: the kernels instantiated on
@@ -44,6 +45,25 @@ class backend {
   void pair(F& f, G& g) {
     f();
     g();
+  }
+
+  // ---- data flow: every spawn a plain call, in program order
+  template <class Body>
+  void flow_region(Body&& body) {
+    body();
+  }
+  template <class P>
+  struct flow_program {
+    P& p;
+    void execute() {
+      dataflow::serial_flow w;
+      p.graph(w);
+      w.wait();
+    }
+  };
+  template <class P>
+  flow_program<P> flow_prepare(P& p) {
+    return {p};
   }
 
  private:
