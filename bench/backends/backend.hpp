@@ -57,6 +57,15 @@
 //                                            // p.graph(flow) and waits for it
 //     static constexpr bool flow_builds_graph;  // only if flow_prepare builds
 //                                            // the graph (extra.build_ms)
+//     // pipelines (streams; the stages in streams_api.hpp)
+//     template <class... S>
+//     void pipeline(size_t items, size_t in_flight, S&... stages);
+//                                            // items through the stages
+//     template <class S, class A, class B, class C>
+//     void feedback(size_t items, size_t d, size_t in_flight, S& s, A& a, B& b, C& c);
+//                                            // four serial stages, a of item
+//                                            // i fed by b of item i - d
+//     void streams_note(extras& ex) const;   // optional: added to each record
 //   };
 //   }
 //

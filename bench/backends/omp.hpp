@@ -31,6 +31,16 @@
 // a wait after every time step, where the other runtimes let the next step
 // start on the blocks that are ready. OpenMP needs every depend clause written
 // out, so flow::spawn below has one pragma per access pattern the kernels use.
+//
+// Streams: one `#pragma omp parallel` region of N threads per run, one thread
+// (single) makes, item after item, one task per stage. Each task has
+// depend(inout) on its item's place (so an item's stages run in order, and
+// place i % in_flight is reused only when item i - in_flight is through: at
+// most in_flight items at once); a serial stage's task also has depend(inout)
+// on the stage's own token, which chains that stage's tasks in the order they
+// were made (in order, one at a time); a parallel stage's task has no other
+// dependence. The template adds its backward dependence: b of item i has
+// depend(out) on feedback place i, a of item i + d depend(in) on it.
 #pragma once
 
 #include <omp.h>
@@ -47,6 +57,7 @@
 #include "../common/omp_info.hpp"
 #include "backend.hpp"
 #include "dataflow_api.hpp"
+#include "streams_api.hpp"
 
 #ifndef MOTE_BENCH_WITH_DYNAMIC_SCHEDULE
 #  define MOTE_BENCH_WITH_DYNAMIC_SCHEDULE 0
@@ -251,6 +262,23 @@ struct flow_program {
   }
 };
 
+// Streams: dependence objects, one byte each, on lines of their own.
+struct alignas(64) stream_dep {
+  char c;
+};
+
+// One stage of item i as a task.
+template <class St>
+void stage_task(St* s, std::size_t i, stream_dep* token, stream_dep* place) {
+  if (s->m == streams::mode::parallel) {
+#pragma omp task firstprivate(s, i) depend(inout : place->c)
+    s->f(i);
+  } else {
+#pragma omp task firstprivate(s, i) depend(inout : place->c) depend(inout : token->c)
+    s->f(i);
+  }
+}
+
 }  // namespace omp_backend_detail
 
 class backend {
@@ -419,6 +447,57 @@ class backend {
   template <class P>
   omp_backend_detail::flow_program<P> flow_prepare(P& p) {
     return {p};
+  }
+
+  // ---- streams: tasks with dependences, made by the single thread of one region per run
+  template <class... S>
+  void pipeline(std::size_t items, std::size_t in_flight, S&... s) {
+    using omp_backend_detail::stream_dep;
+    std::vector<stream_dep> tokens(sizeof...(S));
+    std::vector<stream_dep> places(in_flight);
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+    {
+      for (std::size_t i = 0; i < items; ++i) {
+        stream_dep* place = &places[i % in_flight];
+        std::size_t j = 0;
+        (omp_backend_detail::stage_task(&s, i, &tokens[j++], place), ...);
+      }
+    }
+  }
+  template <class FS, class FA, class FB, class FC>
+  void feedback(std::size_t items, std::size_t d, std::size_t in_flight, FS& s, FA& a, FB& b, FC& c) {
+    using omp_backend_detail::stream_dep;
+    using streams::feedback_value;
+    using streams::kRing;
+    std::vector<feedback_value> fb(kRing);
+    std::vector<stream_dep> fbdep(kRing);
+    std::vector<stream_dep> places(in_flight);
+    stream_dep tok[4];
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+    {
+      for (std::size_t i = 0; i < items; ++i) {
+        stream_dep* place = &places[i % in_flight];
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[0].c)
+        s(i);
+        if (i >= d) {
+          stream_dep* in = &fbdep[(i - d) % kRing];
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[1].c) depend(in : in->c)
+          a(i, &fb[(i - d) % kRing]);
+        } else {
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[1].c)
+          a(i, nullptr);
+        }
+        stream_dep* out = &fbdep[i % kRing];
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[2].c) depend(out : out->c)
+        fb[i % kRing] = b(i);
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[3].c)
+        c(i);
+      }
+    }
   }
 
  private:

@@ -22,12 +22,23 @@
 // timed part pays neither for creating tasks nor for resolving dependencies:
 // it is the lower bound of what a prebuilt graph costs; extra.build_ms has
 // the build time.
+//
+// Streams: tbb::parallel_pipeline with one filter per stage (serial_in_order
+// / parallel as the kernel says; the item is its number),
+// max_number_of_live_tokens = --in-flight, inside the task_arena. The
+// template's backward dependency (a of item i needs b of item i - d) has no
+// place in a parallel_pipeline: a filter that waited for it could hold the
+// only thread that would produce it. It is kept by the token count instead:
+// with min(d, in-flight) tokens and an in-order last filter, item i enters
+// only after item i - d has left, so its feedback is ready (and at most d
+// items overlap).
 #pragma once
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/parallel_reduce.h>
 #include <oneapi/tbb/partitioner.h>
@@ -41,6 +52,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -48,6 +60,7 @@
 
 #include "backend.hpp"
 #include "dataflow_api.hpp"
+#include "streams_api.hpp"
 
 #ifndef MOTE_BENCH_WITH_SIMPLE_PARTITIONER
 #  define MOTE_BENCH_WITH_SIMPLE_PARTITIONER 0
@@ -212,6 +225,21 @@ struct flow_run {
   void execute() { program->execute(); }
 };
 
+// A streams stage as a filter passing the item number on (none from the last).
+template <std::size_t I, std::size_t Last, class St>
+auto make_filter(St& s) {
+  const auto m =
+      s.m == streams::mode::parallel ? tbb::filter_mode::parallel : tbb::filter_mode::serial_in_order;
+  if constexpr (I == Last) {
+    return tbb::make_filter<std::size_t, void>(m, [&s](std::size_t i) { s.f(i); });
+  } else {
+    return tbb::make_filter<std::size_t, std::size_t>(m, [&s](std::size_t i) {
+      s.f(i);
+      return i;
+    });
+  }
+}
+
 }  // namespace tbb_backend_detail
 
 class backend {
@@ -370,7 +398,59 @@ class backend {
     return {std::move(program)};
   }
 
+  // ---- streams: tbb::parallel_pipeline in the arena
+  template <class S0, class... S>
+  void pipeline(std::size_t items, std::size_t in_flight, S0& s0, S&... rest) {
+    std::size_t next = 0;
+    auto first = tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
+                                                     [&](tbb::flow_control& fc) -> std::size_t {
+                                                       if (next == items) {
+                                                         fc.stop();
+                                                         return 0;
+                                                       }
+                                                       s0.f(next);
+                                                       return next++;
+                                                     });
+    run_pipeline(in_flight, std::move(first), std::forward_as_tuple(rest...), std::index_sequence_for<S...>{});
+  }
+  template <class FS, class FA, class FB, class FC>
+  void feedback(std::size_t items, std::size_t d, std::size_t in_flight, FS& s, FA& a, FB& b, FC& c) {
+    using streams::kRing;
+    std::vector<streams::feedback_value> fb(kRing);
+    std::size_t next = 0;
+    const auto in_order = tbb::filter_mode::serial_in_order;
+    auto chain = tbb::make_filter<void, std::size_t>(in_order,
+                                                     [&](tbb::flow_control& fc) -> std::size_t {
+                                                       if (next == items) {
+                                                         fc.stop();
+                                                         return 0;
+                                                       }
+                                                       s(next);
+                                                       return next++;
+                                                     }) &
+                 tbb::make_filter<std::size_t, std::size_t>(in_order,
+                                                            [&](std::size_t i) {
+                                                              a(i, i >= d ? &fb[(i - d) % kRing] : nullptr);
+                                                              return i;
+                                                            }) &
+                 tbb::make_filter<std::size_t, std::size_t>(in_order,
+                                                            [&](std::size_t i) {
+                                                              fb[i % kRing] = b(i);
+                                                              return i;
+                                                            }) &
+                 tbb::make_filter<std::size_t, void>(in_order, [&](std::size_t i) { c(i); });
+    const std::size_t tokens = std::min(d, in_flight);
+    arena_.execute([&] { tbb::parallel_pipeline(tokens, chain); });
+  }
+
  private:
+  template <class First, class Tuple, std::size_t... I>
+  void run_pipeline(std::size_t in_flight, First first, Tuple stages, std::index_sequence<I...>) {
+    constexpr std::size_t last = sizeof...(I) - 1;
+    auto chain = (std::move(first) & ... & tbb_backend_detail::make_filter<I, last>(std::get<I>(stages)));
+    arena_.execute([&] { tbb::parallel_pipeline(in_flight, chain); });
+  }
+
   tbb::global_control limit_;
   tbb::task_arena arena_;
   tbb::task_group* group_ = nullptr;
