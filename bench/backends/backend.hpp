@@ -48,6 +48,24 @@
 //     T reduce(size_t n, size_t grain, T identity, F&& body, C&& combine);
 //     template <class F> void nested(size_t rows, size_t cols, F&& body);  // body(r, b, e)
 //     template <class T, class Init> auto locals(Init init);  // .local(), .for_each(f)
+//     // data flow (dataflow; the flows' accesses in dataflow_api.hpp)
+//     template <class Body> void flow_region(Body&& body);
+//                                            // body() where a flow can spawn
+//     template <class P> auto flow_prepare(P& p);
+//                                            // untimed, in flow_region: a
+//                                            // program whose execute() runs
+//                                            // p.graph(flow) and waits for it
+//     static constexpr bool flow_builds_graph;  // only if flow_prepare builds
+//                                            // the graph (extra.build_ms)
+//     // pipelines (streams; the stages in streams_api.hpp)
+//     template <class... S>
+//     void pipeline(size_t items, size_t in_flight, S&... stages);
+//                                            // items through the stages
+//     template <class S, class A, class B, class C>
+//     void feedback(size_t items, size_t d, size_t in_flight, S& s, A& a, B& b, C& c);
+//                                            // four serial stages, a of item
+//                                            // i fed by b of item i - d
+//     void streams_note(extras& ex) const;   // optional: added to each record
 //   };
 //   }
 //

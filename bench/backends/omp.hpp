@@ -22,6 +22,25 @@
 // nested parallel regions would oversubscribe the cores, and collapse(2) would
 // make every element an iteration of its own (no vectorized rows); with 2
 // threads every shape has rows enough.
+//
+// Data flow: one persistent parallel region whose single thread spawns every
+// task (the others run them). The accesses map to depend(in:) /
+// depend(inout:) / depend(mutexinoutset:) on the first address, and dep::sum
+// to in_reduction(+:) under a taskgroup task_reduction(+:) (OpenMP 5.0): that
+// taskgroup waits for its tasks at its end, so heat's per-step reductions put
+// a wait after every time step, where the other runtimes let the next step
+// start on the blocks that are ready. OpenMP needs every depend clause written
+// out, so flow::spawn below has one pragma per access pattern the kernels use.
+//
+// Streams: one `#pragma omp parallel` region of N threads per run, one thread
+// (single) makes, item after item, one task per stage. Each task has
+// depend(inout) on its item's place (so an item's stages run in order, and
+// place i % in_flight is reused only when item i - in_flight is through: at
+// most in_flight items at once); a serial stage's task also has depend(inout)
+// on the stage's own token, which chains that stage's tasks in the order they
+// were made (in order, one at a time); a parallel stage's task has no other
+// dependence. The template adds its backward dependence: b of item i has
+// depend(out) on feedback place i, a of item i + d depend(in) on it.
 #pragma once
 
 #include <omp.h>
@@ -31,11 +50,14 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "../common/omp_info.hpp"
 #include "backend.hpp"
+#include "dataflow_api.hpp"
+#include "streams_api.hpp"
 
 #ifndef MOTE_BENCH_WITH_DYNAMIC_SCHEDULE
 #  define MOTE_BENCH_WITH_DYNAMIC_SCHEDULE 0
@@ -111,6 +133,149 @@ void share(std::size_t n, std::size_t g, F&& f) {
 #pragma omp for schedule(static, 1) nowait
       for (std::size_t c = 0; c < batches; ++c) f(c * g, std::min(n, c * g + g));
     }
+  }
+}
+
+namespace dep = dataflow::dep;
+
+#define DF_PRAGMA(...) _Pragma(#__VA_ARGS__)
+// One deferred task running `call`, firstprivate copy of the callable fn.
+#define DF_TASK(call, ...)                                  \
+  {                                                         \
+    DF_PRAGMA(omp task firstprivate(fn) __VA_ARGS__)        \
+    call;                                                   \
+  }
+
+// The first address of each access, by kind, in order.
+struct addresses {
+  char* in[4];
+  char* io[2];
+  char* cm[1];
+  double* sum[1];
+  int nin = 0, nio = 0, ncm = 0, nsum = 0;
+
+  template <class T>
+  void add(const dep::in_t<T>& a) {
+    in[nin++] = reinterpret_cast<char*>(const_cast<std::remove_const_t<T>*>(a.p));
+  }
+  template <class T>
+  void add(const dep::inout_t<T>& a) {
+    io[nio++] = reinterpret_cast<char*>(a.p);
+  }
+  template <class T>
+  void add(const dep::commutative_t<T>& a) {
+    cm[ncm++] = reinterpret_cast<char*>(a.p);
+  }
+  void add(const dep::sum_t& a) { sum[nsum++] = a.target; }
+};
+
+template <class... A>
+struct pattern {
+  static constexpr int in = (0 + ... + dep::kind<A>::in);
+  static constexpr int inout = (0 + ... + dep::kind<A>::inout);
+  static constexpr int commutative = (0 + ... + dep::kind<A>::commutative);
+  static constexpr int sum = (0 + ... + dep::kind<A>::sum);
+};
+
+// A data-flow kernel's tasks as OpenMP tasks with depend clauses.
+struct flow {
+  template <class F, class... A>
+  void spawn(F&& f, const A&... a) {
+    using P = pattern<A...>;
+    static_assert(P::in <= 4 && P::inout <= 2 && P::commutative <= 1 && P::sum <= 1);
+    addresses d;
+    (d.add(a), ...);
+    std::decay_t<F> fn(std::forward<F>(f));
+    [[maybe_unused]] char** in = d.in;
+    [[maybe_unused]] char** io = d.io;
+    [[maybe_unused]] char** cm = d.cm;
+    if constexpr (P::sum == 0 && P::commutative == 0) {
+      if constexpr (P::inout == 1 && P::in == 0) {
+        DF_TASK(fn(), depend(inout : io[0][0]))
+      } else if constexpr (P::inout == 1 && P::in == 1) {
+        DF_TASK(fn(), depend(inout : io[0][0]) depend(in : in[0][0]))
+      } else if constexpr (P::inout == 1 && P::in == 2) {
+        DF_TASK(fn(), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0]))
+      } else if constexpr (P::inout == 1 && P::in == 3) {
+        DF_TASK(fn(), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0], in[2][0]))
+      } else if constexpr (P::inout == 1 && P::in == 4) {
+        DF_TASK(fn(), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0], in[2][0], in[3][0]))
+      } else if constexpr (P::inout == 2 && P::in == 0) {
+        DF_TASK(fn(), depend(inout : io[0][0], io[1][0]))
+      } else {
+        static_assert(sizeof(F) == 0, "access pattern not written out");
+      }
+    } else if constexpr (P::sum == 0 && P::commutative == 1 && P::inout == 0) {
+      if constexpr (P::in == 1) {
+        DF_TASK(fn(), depend(mutexinoutset : cm[0][0]) depend(in : in[0][0]))
+      } else if constexpr (P::in == 2) {
+        DF_TASK(fn(), depend(mutexinoutset : cm[0][0]) depend(in : in[0][0], in[1][0]))
+      } else {
+        static_assert(sizeof(F) == 0, "access pattern not written out");
+      }
+    } else if constexpr (P::sum == 1 && P::commutative == 0) {
+      double& r = *d.sum[0];
+      if constexpr (P::inout == 0 && P::in == 2) {
+        DF_TASK(fn(r), depend(in : in[0][0], in[1][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 0) {
+        DF_TASK(fn(r), depend(inout : io[0][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 1) {
+        DF_TASK(fn(r), depend(inout : io[0][0]) depend(in : in[0][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 2) {
+        DF_TASK(fn(r), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 3) {
+        DF_TASK(fn(r), depend(inout : io[0][0]) depend(in : in[0][0], in[1][0], in[2][0]) in_reduction(+ : r))
+      } else if constexpr (P::inout == 1 && P::in == 4) {
+        DF_TASK(fn(r),
+                depend(inout : io[0][0]) depend(in : in[0][0], in[1][0], in[2][0], in[3][0]) in_reduction(+ : r))
+      } else {
+        static_assert(sizeof(F) == 0, "access pattern not written out");
+      }
+    } else {
+      static_assert(sizeof(F) == 0, "access pattern not written out");
+    }
+  }
+
+  template <class Body>
+  void reduction_scope(double& target, Body&& body) {
+    double& r = target;
+#pragma omp taskgroup task_reduction(+ : r)
+    { body(); }
+  }
+
+  void wait() {
+#pragma omp taskwait
+  }
+};
+
+#undef DF_TASK
+#undef DF_PRAGMA
+
+// A kernel's program: its tasks spawned again for every run.
+template <class P>
+struct flow_program {
+  P& p;
+  void execute() {
+    flow w;
+    p.graph(w);
+    w.wait();
+  }
+};
+
+// Streams: dependence objects, one byte each, on lines of their own.
+struct alignas(64) stream_dep {
+  char c;
+};
+
+// One stage of item i as a task.
+template <class St>
+void stage_task(St* s, std::size_t i, stream_dep* token, stream_dep* place) {
+  if (s->m == streams::mode::parallel) {
+#pragma omp task firstprivate(s, i) depend(inout : place->c)
+    s->f(i);
+  } else {
+#pragma omp task firstprivate(s, i) depend(inout : place->c) depend(inout : token->c)
+    s->f(i);
   }
 }
 
@@ -269,6 +434,70 @@ class backend {
   template <class T, class Init>
   omp_backend_detail::locals<T> locals(Init init) {
     return omp_backend_detail::locals<T>(threads_, std::move(init));
+  }
+
+  // ---- data flow: the spawning thread is the single thread of one region
+  template <class Body>
+  void flow_region(Body&& body) {
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads) shared(body)
+#pragma omp single
+    body();
+  }
+  template <class P>
+  omp_backend_detail::flow_program<P> flow_prepare(P& p) {
+    return {p};
+  }
+
+  // ---- streams: tasks with dependences, made by the single thread of one region per run
+  template <class... S>
+  void pipeline(std::size_t items, std::size_t in_flight, S&... s) {
+    using omp_backend_detail::stream_dep;
+    std::vector<stream_dep> tokens(sizeof...(S));
+    std::vector<stream_dep> places(in_flight);
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+    {
+      for (std::size_t i = 0; i < items; ++i) {
+        stream_dep* place = &places[i % in_flight];
+        std::size_t j = 0;
+        (omp_backend_detail::stage_task(&s, i, &tokens[j++], place), ...);
+      }
+    }
+  }
+  template <class FS, class FA, class FB, class FC>
+  void feedback(std::size_t items, std::size_t d, std::size_t in_flight, FS& s, FA& a, FB& b, FC& c) {
+    using omp_backend_detail::stream_dep;
+    using streams::feedback_value;
+    using streams::kRing;
+    std::vector<feedback_value> fb(kRing);
+    std::vector<stream_dep> fbdep(kRing);
+    std::vector<stream_dep> places(in_flight);
+    stream_dep tok[4];
+    const int threads = threads_;
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+    {
+      for (std::size_t i = 0; i < items; ++i) {
+        stream_dep* place = &places[i % in_flight];
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[0].c)
+        s(i);
+        if (i >= d) {
+          stream_dep* in = &fbdep[(i - d) % kRing];
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[1].c) depend(in : in->c)
+          a(i, &fb[(i - d) % kRing]);
+        } else {
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[1].c)
+          a(i, nullptr);
+        }
+        stream_dep* out = &fbdep[i % kRing];
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[2].c) depend(out : out->c)
+        fb[i % kRing] = b(i);
+#pragma omp task firstprivate(i) depend(inout : place->c) depend(inout : tok[3].c)
+        c(i);
+      }
+    }
   }
 
  private:

@@ -2,9 +2,12 @@
 // order (the baseline the suites divide by). Runs with 1 worker.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "backend.hpp"
+#include "dataflow_api.hpp"
+#include "streams_api.hpp"
 
 namespace mote_bench {
 // Internal linkage, as in a single source file: the kernels instantiated on
@@ -44,6 +47,35 @@ class backend {
   void pair(F& f, G& g) {
     f();
     g();
+  }
+
+  // ---- data flow: every spawn a plain call, in program order
+  template <class Body>
+  void flow_region(Body&& body) {
+    body();
+  }
+  template <class P>
+  struct flow_program {
+    P& p;
+    void execute() {
+      dataflow::serial_flow w;
+      p.graph(w);
+      w.wait();
+    }
+  };
+  template <class P>
+  flow_program<P> flow_prepare(P& p) {
+    return {p};
+  }
+
+  // ---- streams: every stage of an item in turn, item after item
+  template <class... S>
+  void pipeline(std::size_t items, std::size_t in_flight, S&... s) {
+    streams::serial_par().pipeline(items, in_flight, s...);
+  }
+  template <class S, class A, class B, class C>
+  void feedback(std::size_t items, std::size_t d, std::size_t in_flight, S& s, A& a, B& b, C& c) {
+    streams::serial_par().feedback(items, d, in_flight, s, a, b, c);
   }
 
  private:

@@ -1,15 +1,17 @@
 // The main() body every data-flow variant shares: which kernels, what sizes,
 // what is checked, what is timed.
 //
-// A variant supplies an `env` with
-//   template <class Body> void region(Body&& body)
+// It runs on the backend CMake names (bench/backends/), whose data-flow part
+// is
+//   template <class Body> void flow_region(Body&& body)
 //       runs body (the whole repetition loop) where tasks can be spawned: on a
 //       worker (mote), inside one persistent parallel region on one producer
 //       thread (OpenMP), inside the task_arena (oneTBB), or just here (serial)
-//   template <class P> auto prepare(P& problem)
-//       called inside region, untimed: returns a program whose execute()
+//   template <class P> auto flow_prepare(P& problem)
+//       called inside flow_region, untimed: returns a program whose execute()
 //       spawns problem.graph()'s tasks and waits for them all (timed). oneTBB
-//       builds its flow graph here, once, and execute() runs it again.
+//       builds its flow graph here, once, and execute() runs it again
+//       (static constexpr bool flow_builds_graph says so: extra.build_ms).
 //
 // Kernels (--kernel NAME; all of them without): NAME is <family>_<size>:
 //   chains_empty chains_1us          64 chains x 1000 tasks (inout on the chain),
@@ -55,15 +57,15 @@ inline const std::vector<std::string>& default_kernels() {
 }
 
 // Times one problem: warm-up runs, then timed ones until o.reps or o.budget_ms.
-template <class Env, class P>
-void run_problem(const options& o, std::string_view runtime, Env& env, const extras& info, P& p) {
+template <class Backend, class P>
+void run_problem(const options& o, std::string_view runtime, Backend& backend, const extras& info, P& p) {
   const std::int64_t expected = p.reference();
   record r{"dataflow", p.name, runtime, o.workers, "ms", {}, expected, info};
   std::string why;      // the first failure, reported once outside the region
   double build_ms = -1;  // oneTBB: building the flow graph (untimed)
-  env.region([&] {
+  backend.flow_region([&] {
     auto t_build = clock::now();
-    auto program = env.prepare(p);
+    auto program = backend.flow_prepare(p);
     build_ms = 1e3 * seconds_between(t_build, clock::now());
     double warm_ms = 0;
     double spent_ms = 0;
@@ -91,20 +93,20 @@ void run_problem(const options& o, std::string_view runtime, Env& env, const ext
   });
   if (!why.empty()) fail(p.name, runtime, why);
   r.extra.add("family", p.family).add("block", std::int64_t{p.block}).add("tasks", p.tasks);
-  if constexpr (requires { Env::builds_graph; }) r.extra.add("build_ms", build_ms);
+  if constexpr (requires { Backend::flow_builds_graph; }) r.extra.add("build_ms", build_ms);
   p.describe(r.extra);
   emit(r);
 }
 
-template <class Env>
-void run_kernel(const options& o, std::string_view runtime, Env& env, const extras& info, const std::string& name) {
+template <class Backend>
+void run_kernel(const options& o, std::string_view runtime, Backend& backend, const extras& info, const std::string& name) {
   const auto cut = name.rfind('_');
   const std::string family = name.substr(0, cut == std::string::npos ? name.size() : cut);
   const std::string size = cut == std::string::npos ? "" : name.substr(cut + 1);
   if (family == "chains") {
     if (size != "empty" && size != "1us") usage_error("--kernel", name.c_str());
     chains p(o.quick, size == "1us" ? 1.0 : 0.0, name);
-    run_problem(o, runtime, env, info, p);
+    run_problem(o, runtime, backend, info, p);
     return;
   }
   const long b = parse_long(size.c_str(), "--kernel size");
@@ -116,40 +118,40 @@ void run_kernel(const options& o, std::string_view runtime, Env& env, const extr
   if (family == "wavefront") {
     need_divides(o.quick ? 512 : 1024);
     wavefront p(o.quick, bi, name);
-    run_problem(o, runtime, env, info, p);
+    run_problem(o, runtime, backend, info, p);
   } else if (family == "heat") {
     need_divides(o.quick ? 512 : 1024);
     heat p(o.quick, bi, name);
-    run_problem(o, runtime, env, info, p);
+    run_problem(o, runtime, backend, info, p);
   } else if (family == "dot") {
     need_divides(o.quick ? (1 << 18) : (1 << 20));
     dot p(o.quick, bi, name);
-    run_problem(o, runtime, env, info, p);
+    run_problem(o, runtime, backend, info, p);
   } else if (family == "matmul") {
     need_divides(o.quick ? 256 : 512);
     matmul p(o.quick, bi, name);
-    run_problem(o, runtime, env, info, p);
+    run_problem(o, runtime, backend, info, p);
   } else if (family == "cholesky") {
     need_divides(o.quick ? 384 : 768);
     cholesky p(o.quick, bi, name);
-    run_problem(o, runtime, env, info, p);
+    run_problem(o, runtime, backend, info, p);
   } else if (family == "nbody") {
     need_divides(o.quick ? 512 : 1024);
     nbody p(o.quick, bi, name);
-    run_problem(o, runtime, env, info, p);
+    run_problem(o, runtime, backend, info, p);
   } else {
     usage_error("--kernel", name.c_str());
   }
 }
 
-template <class Env>
-int run_suite(const options& o, std::string_view runtime, Env& env, const extras& info = {}) {
+template <class Backend>
+int run_suite(const options& o, std::string_view runtime, Backend& backend, const extras& info = {}) {
   // Every dgemm / trsm / potrf is one task's work on one thread.
   openblas_set_num_threads(1);
   if (!o.kernel.empty()) {
-    run_kernel(o, runtime, env, info, o.kernel);
+    run_kernel(o, runtime, backend, info, o.kernel);
   } else {
-    for (const std::string& name : default_kernels()) run_kernel(o, runtime, env, info, name);
+    for (const std::string& name : default_kernels()) run_kernel(o, runtime, backend, info, name);
   }
   return 0;
 }

@@ -1,6 +1,9 @@
-// The main() body every streams application variant shares: which kernels,
-// what sizes, what is checked, what is timed. A variant supplies its wrapper
-// `Par` (see kernels.hpp) and calls run_suite().
+// The main() body every streams application executable shares: which
+// kernels, what sizes, what is checked, what is timed. It runs on the backend
+// CMake names (bench/backends/), whose streams part is `par`: pipeline() and
+// feedback() (bench/backends/streams_api.hpp), and optionally
+// streams_note(extras&), which adds what the backend saw while running to
+// each record.
 //
 // Kernels (--kernel NAME; all of them without):
 //   fmradio_<B>        FM radio on 3 x 2^18 output samples in blocks of B output
@@ -16,7 +19,7 @@
 // 32); --flush 0|1 (the mote variants' template: flush the channels after
 // each push, default 1).
 //
-// Every process first runs the kernel with the serial wrapper (outside the
+// Every process first runs the kernel with serial_par (outside the
 // timing; the serial variant's own runs are that computation) and checks
 // that every timed run's checksum equals it.
 #pragma once
@@ -56,7 +59,7 @@ constexpr std::size_t kTemplateWords = std::size_t{1} << 21;
 template <class Par, class Kernel>
 void time_stream(const options& o, const std::string& name, std::string_view runtime, Par& par, Kernel& k,
                  std::size_t in_flight, extras ex) {
-  constexpr bool is_serial = std::is_same_v<Par, serial_par>;
+  constexpr bool is_serial = !Par::concurrent;
   std::optional<std::int64_t> want;
   double serial_ms = 0;
   if (!is_serial) {
@@ -92,7 +95,7 @@ void time_stream(const options& o, const std::string& name, std::string_view run
       .add("stages", std::int64_t{Kernel::stages})
       .add("in_flight", static_cast<std::int64_t>(in_flight));
   if (!is_serial) ex.add("serial_check_ms", serial_ms);
-  if constexpr (requires { par.note(ex); }) par.note(ex);  // what the variant saw while running
+  if constexpr (requires { par.streams_note(ex); }) par.streams_note(ex);  // what the backend saw while running
   r.extra = ex;
   emit(r);
 }

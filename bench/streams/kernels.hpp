@@ -3,32 +3,15 @@
 // A kernel is a class that makes its input once (outside the timing) and
 // whose run(par) pushes the whole stream through a pipeline and returns a
 // checksum of the answer. The only thing that differs between runtimes is
-// the wrapper `Par` (serial_par below; tbb.cpp, omp.cpp and mote.cpp have the
-// others), which has
-//
-//   template <class... S> void pipeline(std::size_t items, std::size_t in_flight, S&... stages)
-//       runs items 0..items-1 through the stages in order. Each stage is a
-//       stage<F> (serial_in_order or parallel) whose f(i) works on item i;
-//       the first stage is called for i = 0, 1, 2, ... in order (the wrapper
-//       stops the stream after `items`). At most in_flight items at once.
-//   template <class S, class A, class B, class C>
-//   void feedback(std::size_t items, std::size_t d, std::size_t in_flight, S& s, A& a, B& b, C& c)
-//       four serial stages s(i), a(i, fb), b(i) -> feedback_value, c(i),
-//       where a of item i needs what b returned for item i - d (fb points to
-//       it; nullptr for i < d): a backward dependency that only a pipeline
-//       with a feedback path can run in parallel.
-//
-// Items live in a ring of kRing blocks (item i in block i % kRing): every
-// wrapper keeps fewer than kRing items in flight (in_flight <= kRing / 2).
+// `par`, the backend's streams part (bench/backends/); what it does, the
+// stage descriptions and the serial pipeline (serial_par) are in
+// bench/backends/streams_api.hpp.
 //
 // The kernels compute with + - * / and comparisons only (no libm: the FIR
 // taps and the arctangent are computed here), in a fixed order per output,
 // and the target has no FMA (x86-64-v2), so every runtime and both compilers
 // give the same bits: the checksums are exact.
 #pragma once
-
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <array>
@@ -40,65 +23,10 @@
 #include <utility>
 #include <vector>
 
+#include "../backends/streams_api.hpp"
 #include "../common/rng.hpp"
 
 namespace mote_bench::streams {
-
-// ---------------------------------------------------------------- threads
-
-// Pins the calling thread to one CPU; false when the system refuses.
-inline bool pin_to_cpu(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
-
-inline void cpu_relax() { __builtin_ia32_pause(); }
-
-// ---------------------------------------------------------------- pipeline description
-
-enum class mode : std::uint8_t { serial_in_order, parallel };
-
-template <class F>
-struct stage {
-  mode m;
-  F f;  // f(std::size_t item)
-};
-
-template <class F>
-stage<F> serial_stage(F f) {
-  return {mode::serial_in_order, std::move(f)};
-}
-template <class F>
-stage<F> parallel_stage(F f) {
-  return {mode::parallel, std::move(f)};
-}
-
-constexpr std::size_t kRing = 64;
-constexpr std::size_t kMaxInFlight = kRing / 2;
-
-// What stage b of item i hands back to stage a of item i + d.
-struct feedback_value {
-  std::uint64_t w[8];
-};
-
-struct serial_par {
-  template <class... S>
-  void pipeline(std::size_t items, std::size_t /*in_flight*/, S&... s) {
-    for (std::size_t i = 0; i < items; ++i) (s.f(i), ...);
-  }
-  template <class S, class A, class B, class C>
-  void feedback(std::size_t items, std::size_t d, std::size_t /*in_flight*/, S& s, A& a, B& b, C& c) {
-    std::vector<feedback_value> fb(kRing);
-    for (std::size_t i = 0; i < items; ++i) {
-      s(i);
-      a(i, i >= d ? &fb[(i - d) % kRing] : nullptr);
-      fb[i % kRing] = b(i);
-      c(i);
-    }
-  }
-};
 
 // An ordered checksum: the order of the items matters.
 struct digest {
