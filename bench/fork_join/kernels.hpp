@@ -9,7 +9,7 @@
 //   Par::spawn_each(n, f)   run f(0) ... f(n-1), each as its own task; return
 //                           when all are done.
 //
-// serial.cpp's wrapper calls them in order, so the serial twin is the same
+// The serial backend (bench/backends/serial.hpp) calls them in order, so the serial twin is the same
 // source with every spawn turned into a plain call.
 #pragma once
 

@@ -128,7 +128,8 @@ def write_report(registry, data, out_dir):
     lines.append(f"| load average (1, 5, 15 min) at start / end | {m.get('loadavg_start')} / {m.get('loadavg_end')} |")
     lines += ["", "## How this was measured", "",
               "Every variant is its own executable (the suite's `main.cpp` on the runtime's backend "
-              "`bench/backends/<runtime>.hpp`, or `bench/<suite>/<runtime>.cpp`), all compiled with "
+              "`bench/backends/<runtime>.hpp`; the queue and lock micro-benchmarks are one source built once per "
+              "queue or lock), all compiled with "
               "`-O3 -march=x86-64-v2`; the kernel bodies of a suite are shared (`bench/<suite>/kernels.hpp`), "
               "only the runtime's primitives differ. The runner interleaves the runtimes round by round "
               "(each round runs every job once, in a rotated order), so all share the machine's noise; "
