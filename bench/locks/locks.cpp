@@ -25,6 +25,7 @@
 //             about 100 ns of private work: the ready-queue pattern of a
 //             scheduler. The delegation lock's holder hands items to the
 //             waiters in line before taking its own.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -149,6 +150,7 @@ void handoff(const options& o, long run_ms) {
   record r{"locks", "handoff", kName, o.workers, "ns", {}, 0, {}};
   double share_sum = 0;
   int counted = 0;
+  int empty_reps = 0;
   for (int rep = -o.warmup; rep < o.reps; ++rep) {
     auto lock = make_lock(o.workers);
     shared_state s;
@@ -165,12 +167,19 @@ void handoff(const options& o, long run_ms) {
       }
     });
     if (rep < 0) continue;
-    r.samples.push_back(1e9 * secs / static_cast<double>(s.counter));
-    share_sum += static_cast<double>(s.handoffs) / static_cast<double>(s.counter);
+    // No acquisition in the window (a loaded machine kept every thread off
+    // the CPU): the window itself is the sample, a bound the real cost is
+    // above, counted in extra.empty_reps; never a division by zero, which
+    // would print inf, which JSON has not.
+    if (s.counter == 0) ++empty_reps;
+    const double done = static_cast<double>(std::max(s.counter, 1L));
+    r.samples.push_back(1e9 * secs / done);
+    share_sum += static_cast<double>(s.handoffs) / done;
     ++counted;
     r.result += s.counter == l2.touched ? 1 : 0;  // exclusion held in every rep
   }
   r.extra.add("run_ms", std::int64_t{run_ms}).add("handoff_share", share_sum / counted);
+  r.extra.add("empty_reps", std::int64_t{empty_reps});
   emit(r);
 }
 
@@ -203,6 +212,7 @@ void get_item(const options& o, long run_ms) {
   record r{"locks", "get_item", kName, o.workers, "ns", {}, 0, {}};
   double served_sum = 0;
   int counted = 0;
+  int empty_reps = 0;
   for (int rep = -o.warmup; rep < o.reps; ++rep) {
     auto lock = make_lock(o.workers);
     long next_item = 0;  // the "ready queue", guarded by the lock
@@ -218,12 +228,14 @@ void get_item(const options& o, long run_ms) {
       sink.fetch_add(local & 1);
     });
     if (rep < 0) continue;
-    r.samples.push_back(1e9 * secs / static_cast<double>(taken.load()));
-    served_sum += static_cast<double>(served.load()) / static_cast<double>(taken.load());
+    if (taken.load() == 0) ++empty_reps;  // as in handoff()
+    const double done = static_cast<double>(std::max(taken.load(), 1L));
+    r.samples.push_back(1e9 * secs / done);
+    served_sum += static_cast<double>(served.load()) / done;
     ++counted;
     r.result += taken.load() == next_item ? 1 : 0;  // every item handed out once
   }
-  r.extra.add("run_ms", std::int64_t{run_ms});
+  r.extra.add("run_ms", std::int64_t{run_ms}).add("empty_reps", std::int64_t{empty_reps});
   if (kDelegates) r.extra.add("served_share", served_sum / counted);
   emit(r);
 }
