@@ -63,8 +63,10 @@ namespace mote {
 template <class T>
 class channel;
 
+// final: not a base class (it has a virtual function, for its thread's list
+// of pending batches, and a destructor that is not virtual).
 template <class T>
-class batch_queue : private detail::pending_batch {
+class batch_queue final : private detail::pending_batch {
  public:
   // capacity: the items the queue holds, two halves of capacity / 2 (an odd
   // capacity rounds up). At least 2.
