@@ -20,25 +20,18 @@
 // par keeps fewer than kRing items in flight (in_flight <= kRing / 2).
 #pragma once
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "../common/harness.hpp"
+
 namespace mote_bench::streams {
 
 // ---------------------------------------------------------------- threads
 
-// Pins the calling thread to one CPU; false when the system refuses.
-inline bool pin_to_cpu(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
+using mote_bench::pin_to_cpu;
 
 inline void cpu_relax() { __builtin_ia32_pause(); }
 

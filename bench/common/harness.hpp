@@ -22,6 +22,9 @@
 // Suites may read more flags with option_value().
 #pragma once
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -227,6 +230,15 @@ record time_kernel(const options& o, std::string_view suite, std::string_view ke
 // The body of an "empty" task. It does nothing, but the compiler may not
 // delete it, and with it the task: g++ removes an OpenMP task whose body is
 // `{}` altogether, leaving only the taskwait.
+// Pins the calling thread to one CPU; false when the system refuses (the
+// tiny suite's round trip, the streams suite's queue threads and pipelines).
+inline bool pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
 inline void empty_task_body() { asm volatile(""); }
 
 // Keeps the compiler from deleting a computation whose result is unused.

@@ -23,9 +23,6 @@
 //                               ping-pong), the bound on any hand-off
 #pragma once
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -40,12 +37,6 @@
 
 namespace mote_bench::tiny {
 
-inline bool pin_to(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-}
 
 // Steps of busy() per nanosecond on this thread, from the median of a few runs.
 inline double busy_steps_per_ns() {
@@ -67,14 +58,14 @@ inline double roundtrip_ns(long count) {
   ping.store(0);
   pong.store(0);
   std::thread other([count] {
-    pin_to(0);
+    pin_to_cpu(0);
     for (long i = 1; i <= count; ++i) {
       while (ping.load(std::memory_order_acquire) != i) {
       }
       pong.store(i, std::memory_order_release);
     }
   });
-  pin_to(1);
+  pin_to_cpu(1);
   auto t0 = clock::now();
   for (long i = 1; i <= count; ++i) {
     ping.store(i, std::memory_order_release);

@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) {
   auto o = mote_bench::parse_options(argc, argv);
-  if constexpr (mote_bench::backend::runs_on_caller) mote_bench::tiny::pin_to(0);
+  if constexpr (mote_bench::backend::runs_on_caller) mote_bench::pin_to_cpu(0);
   mote_bench::backend b(o);
   return mote_bench::tiny::run_suite(o, b.name(), b, b.info());
 }
