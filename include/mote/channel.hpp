@@ -447,6 +447,9 @@ class channel {
 
   void switch_to_mpmc() {
     std::lock_guard<std::mutex> g(switch_lock_);
+    // Relaxed, both: switched_ changes only under switch_lock_, held here;
+    // the bound threads' side of the switch is ordered by heavy_barrier()
+    // below, and its end by the release store of kSwitched.
     if (switched_.load(std::memory_order_relaxed) != kOnBatch) return;
     switched_.store(kSwitching, std::memory_order_relaxed);
     detail::heavy_barrier();

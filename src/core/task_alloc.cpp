@@ -18,6 +18,8 @@ task_cache::~task_cache() {
         b = next;
       }
     }
+    // Acquire, as reclaim(): pairs with send()'s release CAS, so the links of
+    // every batch pushed here are visible before they are walked.
     free_block* stack = returned_[c].exchange(nullptr, std::memory_order_acquire);
     while (stack != nullptr) {
       free_block* below = stack->next_batch;
@@ -53,6 +55,7 @@ void task_cache::give_home(void* p, int cls, task_cache& home) noexcept {
 void task_cache::send(int cls) noexcept {
   batch& out = outgoing_[cls];
   std::atomic<free_block*>& stack = out.home->returned_[cls];
+  // Relaxed: a first guess for the CAS below, which rereads it on failure.
   free_block* top = stack.load(std::memory_order_relaxed);
   do {
     out.head->next_batch = top;

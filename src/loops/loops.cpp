@@ -545,6 +545,8 @@ void run_loop(worker& w, loop_job& job) {
   }
   state.leading = open + 1;
   open_loop(d, job, w);
+  // Relaxed: only this worker stores its own open slot; the load reads back
+  // its own last store (the loop this one nests in, or null).
   loop_desc* const outer = state.open.load(std::memory_order_relaxed);
   // seq_cst: the Dekker pair of park()'s announcement; either a parking
   // worker's last look (loops_visible) sees this loop, or wake_for_loop()

@@ -71,6 +71,9 @@ class mpmc_queue {
       cell& c = at(p);
       if (c.seq.load(std::memory_order_acquire) == p + 1 && !c.hole) std::destroy_at(c.item());
     }
+    // Acquire, both: pair with set_aside()'s release stores, so an item set
+    // aside by another thread is seen whole before it is destroyed (the
+    // destructor runs after every user's last operation, by contract).
     if (set_aside_count_.load(std::memory_order_acquire) != 0) {
       for (std::size_t i = 0; i <= mask_; ++i) {
         if (cells_[i].set_aside.load(std::memory_order_acquire)) std::destroy_at(cells_[i].item());
