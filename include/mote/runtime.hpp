@@ -80,6 +80,13 @@ struct runtime_options {
   // either way (here or by MOTE_ADAPTIVE), it also applies to the workers'
   // assistants (`assistants`), which are adaptive when it is unset.
   std::optional<bool> adaptive;
+  // Worker 0 gets no thread of its own: a thread outside the runtime becomes
+  // worker 0 for a while (the OpenMP front end's primary thread, which must
+  // take part in its own parallel region), and nobody is worker 0 otherwise.
+  // It is not pinned (the thread keeps its own affinity); the workers after
+  // it are placed as usual, from the second CPU of the binding on. Only the
+  // front ends inside mote take the seat (the runtime's internal interface).
+  bool caller_seat = false;
   // The machine as the runtime should see it (default: topology::system()).
   // Workers are placed, and loop teams formed, from it. For trying the shape
   // of another machine, with bind = none (its CPUs need not exist here).

@@ -280,7 +280,11 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
   }
   cfg.worker_cpus.resize(cfg.num_workers, -1);
   if (!cycle.empty()) {
-    for (unsigned i = 0; i < cfg.num_workers; ++i) cfg.worker_cpus[i] = cycle[i % cycle.size()];
+    // With a caller seat, worker 0 is whichever thread enters it, unpinned:
+    // the threads the runtime starts take the binding's CPUs in turn from the
+    // second on (the first is usually where the caller runs).
+    const unsigned first = options.caller_seat ? 1 : 0;
+    for (unsigned i = first; i < cfg.num_workers; ++i) cfg.worker_cpus[i] = cycle[i % cycle.size()];
   }
 
   // ---- Spin window ----
@@ -343,6 +347,11 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
     cfg.deque_capacity = split_deque::kDefaultCapacity;
   }
   cfg.assistants = options.assistants;
+  cfg.caller_seat = options.caller_seat;
+  if (cfg.caller_seat && cfg.assistants) {
+    throw config_error("runtime_options::caller_seat and runtime_options::assistants cannot be combined "
+                       "(worker 0 has no thread of its own to own an assistant)");
+  }
   // Explicit, then MOTE_ADAPTIVE, for both; unset, join's is off and the
   // assistants' on.
   const std::optional<bool> adaptive = options.adaptive ? options.adaptive : env_adaptive();

@@ -24,6 +24,7 @@ struct resolved_config {
   unsigned num_nodes = 1;
   std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;
+  bool caller_seat = false;               // runtime_options::caller_seat: worker 0 has no thread
   bool stats = false;                     // MOTE_STATS=1
   bool adaptive = false;                  // join's: runtime_options::adaptive, MOTE_ADAPTIVE=1
   bool assistants_adaptive = true;        // the workers' assistants' (the same, default on)

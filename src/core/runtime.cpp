@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "mote/runtime.hpp"
@@ -44,16 +45,15 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
   // publishes them to every worker.
   models_.make(*this, workers_);
   threads_.reserve(n);
-  std::vector<int> spinners = config_.worker_cpus;
-  spinners.resize(n, -1);
-  register_spinners(spinners);
+  register_spinners(spinner_cpus());
   try {
-    for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this, i] { worker_main(i); });
+    // With a caller seat, worker 0's thread is whoever enters the seat.
+    for (unsigned i = first_thread(); i < n; ++i) threads_.emplace_back([this, i] { worker_main(i); });
   } catch (...) {
     stop_.store(true, std::memory_order_seq_cst);
     wake_all();
     for (auto& t : threads_) t.join();
-    unregister_spinners(spinners);
+    unregister_spinners(spinner_cpus());
     throw;
   }
 }
@@ -75,14 +75,47 @@ runtime_impl::~runtime_impl() {
                  "destroy it from a thread outside it\n");
     std::abort();
   }
+  if (seat_taken_.load(std::memory_order_acquire)) {
+    std::fprintf(stderr, "mote: a runtime was destroyed while a thread sat in its caller seat (worker 0)\n");
+    std::abort();
+  }
   stop_.store(true, std::memory_order_seq_cst);
   // Wake every parked worker: each sees stop_ after its futex returns.
   wake_all();
   for (auto& t : threads_) t.join();
-  std::vector<int> spinners = config_.worker_cpus;
-  spinners.resize(workers_.size(), -1);
-  unregister_spinners(spinners);
+  unregister_spinners(spinner_cpus());
   if (config_.stats) print_stats();
+}
+
+std::vector<int> runtime_impl::spinner_cpus() const {
+  // The CPUs of the threads this runtime starts (a caller seat's thread is
+  // the caller's, not a spinner of this runtime).
+  std::vector<int> cpus = config_.worker_cpus;
+  cpus.resize(workers_.size(), -1);
+  if (first_thread() != 0 && !cpus.empty()) cpus.erase(cpus.begin());
+  return cpus;
+}
+
+worker* runtime_impl::enter_seat() {
+  if (!config_.caller_seat) throw std::logic_error("mote: this runtime has no caller seat");
+  worker* const previous = current_worker;
+  if (previous == workers_[0].get()) {
+    throw std::logic_error("mote: the caller seat was entered twice by one thread");
+  }
+  // One thread at a time: a second one sleeps on the mutex until the first
+  // leaves. The mutex's acquire orders what the previous occupant left in
+  // worker 0 (its deques are empty: leave_seat's precondition) before this
+  // thread uses it.
+  seat_mutex_.lock();
+  seat_taken_.store(true, std::memory_order_relaxed);
+  current_worker = workers_[0].get();
+  return previous;
+}
+
+void runtime_impl::leave_seat(worker* previous) noexcept {
+  current_worker = previous;
+  seat_taken_.store(false, std::memory_order_relaxed);
+  seat_mutex_.unlock();
 }
 
 }  // namespace detail

@@ -56,6 +56,19 @@ class runtime_impl {
   // nothing else.
   void submit(queued_task* t);
 
+  // ---- The caller seat (runtime_options::caller_seat) ---------------------
+  // The calling thread becomes worker 0 until leave_seat(): it runs tasks,
+  // waits and is woken as that worker. Returns the worker the thread was
+  // before (nullptr, or a worker of another runtime), for leave_seat(). A
+  // second thread that enters sleeps until the first has left. Throws
+  // std::logic_error when the runtime has no seat or the thread sits in it.
+  worker* enter_seat();
+  // Precondition: worker 0's deques are empty (everything the occupant
+  // spawned has been run or waited for). Its park word is left awake, so no
+  // wake-up is ever spent on the empty seat.
+  void leave_seat(worker* previous) noexcept;
+  bool has_seat() const noexcept { return config_.caller_seat; }
+
   // True in a child process after fork(): this runtime's workers live in the
   // parent only. Its destructor then frees memory but joins nothing.
   bool orphaned() const noexcept;
@@ -118,6 +131,9 @@ class runtime_impl {
 
  private:
   void worker_main(unsigned index);
+  // The first worker with a thread of its own (1 with a caller seat).
+  unsigned first_thread() const noexcept { return config_.caller_seat ? 1 : 0; }
+  std::vector<int> spinner_cpus() const;
   void print_stats() const;  // stats.cpp
   // Sleeps until notify_one(), unless work is visible or the runtime stops.
   void park(worker& self) noexcept;
@@ -156,6 +172,12 @@ class runtime_impl {
   std::unique_ptr<scheduler> policy_;
   // The models' states and work sources. After workers_: destroyed first.
   model_set models_;
+
+  // The caller seat: held by its occupant from enter_seat() to leave_seat().
+  // seat_taken_ is read by the destructor only (relaxed under the mutex's
+  // own ordering; a destructor racing with an occupant is a usage error).
+  std::mutex seat_mutex_;
+  std::atomic<bool> seat_taken_{false};
 
   alignas(cache_line) std::atomic<std::uint32_t> idle_sleepers_{0};
   std::atomic<bool> stop_{false};

@@ -1,0 +1,123 @@
+// The OpenMP model's teams: an OpenMP thread is a mote worker for the length
+// of a parallel region. docs/openmp.md ("How OpenMP maps onto mote") has the
+// picture; this header is the state the other parts of src/omp/ share.
+//
+// A parallel region of n threads runs on n workers of the OpenMP runtime (a
+// mote runtime with a caller seat, made on first use): the encountering
+// thread is thread 0 (in the seat when it is not a worker already), and n - 1
+// free workers are reserved and handed the region through their mailbox (an
+// extension slot; the model's help hook takes it). Every thread runs the
+// region's function, then the region's end barrier (a mote::tree_barrier
+// that is held until the team's explicit tasks are done, while the waiters
+// run tasks), and the members go back to being idle workers.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "mote/detail/platform.hpp"
+#include "mote/export.hpp"
+#include "mote/tree_barrier.hpp"
+#include "omp/icv.hpp"
+#include "omp/worksharing.hpp"
+
+namespace mote::detail {
+class worker;
+class runtime_impl;
+}  // namespace mote::detail
+
+namespace mote::omp {
+
+struct team;
+struct omp_task;  // tasks.hpp
+
+// The extension slot the OpenMP model keeps its per-worker state in.
+inline constexpr unsigned kOmpSlot = 3;
+
+// One OpenMP thread's implicit task in one team (or, for a thread in no
+// parallel region, its initial task: team nullptr, level 0).
+struct alignas(cache_line) thread_state {
+  team* tm = nullptr;
+  unsigned id = 0;                  // omp_get_thread_num()
+  unsigned level = 0;               // omp_get_level()
+  unsigned active_level = 0;        // omp_get_active_level()
+  thread_state* outer = nullptr;    // the encountering thread's state one level out
+  detail::worker* self = nullptr;   // the worker this thread is (nullptr: not a worker)
+  omp_task* task = nullptr;         // the explicit task running here, nullptr: the implicit task
+  task_icvs icvs;                   // the current task's data-environment ICVs
+  ws_thread_state ws;               // worksharing.hpp: this thread's place in the team's constructs
+
+  // The explicit tasks this thread made and finished, for the barrier's test
+  // that the team's tasks are all done (team_tasks_done). Each is written by
+  // this thread only (plain load + release store, no read-modify-write).
+  alignas(cache_line) std::atomic<std::uint64_t> spawned{0};
+  std::atomic<std::uint64_t> completed{0};
+  void count_spawn() noexcept { spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void count_completion() noexcept {
+    completed.store(completed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+};
+
+// A parallel region's team. Made by thread 0, which frees it (or keeps it for
+// its next region) once every member has left it (`left`).
+struct team {
+  team(unsigned n, std::int64_t spin_ns);
+  ~team();
+
+  unsigned n;
+  unsigned level;                   // the team's level (1 for an outermost region)
+  unsigned active_level;
+  void (*fn)(void*) = nullptr;
+  void* data = nullptr;
+  detail::runtime_impl* rt = nullptr;
+  std::vector<detail::worker*> workers;   // the worker of each thread
+  std::unique_ptr<thread_state[]> threads;
+  mote::tree_barrier barrier;
+  ws_team_state ws;                 // worksharing.hpp: the constructs in flight
+
+  // OpenMP cancellation of the region (GOMP_cancel(PARALLEL)): set once.
+  std::atomic<bool> cancelled{false};
+  // Members that have made their last access to the team; thread 0 waits for
+  // n - 1 before it frees or reuses the team.
+  alignas(cache_line) std::atomic<unsigned> left{0};
+};
+
+// ---- The calling thread ---------------------------------------------------------
+// Its current OpenMP thread state (never nullptr: a thread in no region has
+// its initial state).
+MOTE_API thread_state& current() noexcept;
+// Sets it (the task layer, around an explicit task's body, does not: it sets
+// thread_state::task instead).
+
+// ---- Regions ----------------------------------------------------------------------
+// Runs fn(data) on a team: GOMP_parallel's body. nthreads 0: the ICV's
+// choice; flags: GOMP_parallel's (the proc_bind in its low bits).
+MOTE_API void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags);
+// The barrier of the calling thread's team (GOMP_barrier, and the implicit
+// barriers of worksharing): waits for every thread and for the team's
+// explicit tasks, running tasks meanwhile. Returns true when the region was
+// cancelled (GOMP_barrier_cancel's answer).
+MOTE_API bool barrier();
+// Are all the team's explicit tasks done? (The barrier's release condition.)
+bool team_tasks_done(const team& tm) noexcept;
+// One step of work for a waiting OpenMP thread: a task, from anywhere in the
+// runtime. True when it ran one.
+MOTE_API bool help_once() noexcept;
+
+// ---- Queries (omp_get_*) -----------------------------------------------------------
+MOTE_API int thread_num() noexcept;
+MOTE_API int num_threads() noexcept;
+MOTE_API int level() noexcept;
+MOTE_API int active_level() noexcept;
+MOTE_API int ancestor_thread_num(int level) noexcept;
+MOTE_API int team_size(int level) noexcept;
+MOTE_API bool in_parallel() noexcept;
+
+// The OpenMP runtime (made on first use), for tests and for the front end.
+MOTE_API detail::runtime_impl& runtime();
+
+}  // namespace mote::omp
