@@ -1,0 +1,71 @@
+// OpenMP's explicit tasks on mote: GOMP_task's records, taskwait, taskgroups,
+// dependences through mote::dataflow, detach, taskloop. tasks.cpp has the
+// protocol; docs/openmp.md the mapping.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "mote/export.hpp"
+#include "omp/team.hpp"
+
+namespace mote::omp {
+
+// A taskgroup region: the tasks made in it and their descendants are
+// counted here (each task in the innermost group open where it was made;
+// a task that opens a group inside finishes after it, so the outer count
+// covers it).
+struct taskgroup {
+  std::atomic<std::uint64_t> count{0};
+  taskgroup* outer = nullptr;
+  // The waiter's park word while taskgroup_end sleeps (as omp_task::waiter).
+  std::atomic<std::atomic<std::uint32_t>*> waiter{nullptr};
+  std::atomic<bool> cancelled{false};
+};
+
+// GOMP_task's arguments, as gcc 12 passes them.
+struct task_args {
+  void (*fn)(void*);
+  void* data;
+  void (*cpyfn)(void*, void*);
+  long arg_size;
+  long arg_align;
+  bool if_clause;
+  unsigned flags;
+  void** depend;
+  int priority;
+  void* detach;
+};
+
+MOTE_API void task(const task_args& a);
+MOTE_API void taskwait();
+MOTE_API void taskwait_depend(void** depend);
+MOTE_API void taskyield();
+MOTE_API void taskgroup_start();
+MOTE_API void taskgroup_end();
+MOTE_API bool in_final() noexcept;
+MOTE_API void fulfill_event(void* event);
+
+// GOMP_taskloop / GOMP_taskloop_ull: the iteration space split into tasks,
+// each with its own copy of data whose first two words are set to its
+// [start, end) (longs, or unsigned long longs for the _ull form).
+template <class T>
+void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
+              unsigned flags, unsigned long num_tasks, int priority, T start, T end, T step);
+extern template MOTE_API void taskloop<long>(void (*)(void*), void*, void (*)(void*, void*), long, long, unsigned,
+                                             unsigned long, int, long, long, long);
+extern template MOTE_API void taskloop<unsigned long long>(void (*)(void*), void*, void (*)(void*, void*), long,
+                                                           long, unsigned, unsigned long, int, unsigned long long,
+                                                           unsigned long long, unsigned long long);
+
+// Cancellation (GOMP_cancel / GOMP_cancellation_point for taskgroups and
+// parallel regions): true when the construct is cancelled.
+MOTE_API bool cancel_taskgroup();
+MOTE_API bool taskgroup_cancelled() noexcept;
+
+// The end of a thread's implicit task (after the region's end barrier): its
+// children's dependence scope, if it made one, is finished.
+void end_implicit_task(thread_state& st);
+
+}  // namespace mote::omp
