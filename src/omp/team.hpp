@@ -117,6 +117,9 @@ struct team {
 
   // OpenMP cancellation of the region (GOMP_cancel(PARALLEL)): set once.
   std::atomic<bool> cancelled{false};
+  // GOMP_cancel(LOOP or SECTIONS): the worksharing construct in flight is
+  // cancelled; reset by the construct's end (worksharing.cpp).
+  std::atomic<bool> ws_cancelled{false};
   // Members that have made their last access to the team; thread 0 waits for
   // n - 1 before it frees or reuses the team.
   alignas(cache_line) std::atomic<unsigned> left{0};

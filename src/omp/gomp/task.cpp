@@ -1,0 +1,46 @@
+// libgomp's entry points for explicit tasks, on mote's OpenMP model
+// (src/omp/tasks.hpp).
+#include "omp/tasks.hpp"
+
+extern "C" {
+
+// GOMP_task as gcc 12 emits it (GOMP_5.0 adds detach; older binaries call
+// the same symbol with fewer arguments and flags that never name them).
+void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
+               bool if_clause, unsigned flags, void** depend, int priority, void* detach) {
+  constexpr unsigned kFlagDepend = 8, kFlagPriority = 16, kFlagDetach = 4096;
+  const mote::omp::task_args a{fn,
+                               data,
+                               cpyfn,
+                               arg_size,
+                               arg_align,
+                               if_clause,
+                               flags,
+                               (flags & kFlagDepend) != 0 ? depend : nullptr,
+                               (flags & kFlagPriority) != 0 ? priority : 0,
+                               (flags & kFlagDetach) != 0 ? detach : nullptr};
+  mote::omp::task(a);
+}
+
+void GOMP_taskwait() { mote::omp::taskwait(); }
+void GOMP_taskwait_depend(void** depend) { mote::omp::taskwait_depend(depend); }
+void GOMP_taskyield() { mote::omp::taskyield(); }
+void GOMP_taskgroup_start() { mote::omp::taskgroup_start(); }
+void GOMP_taskgroup_end() { mote::omp::taskgroup_end(); }
+
+void GOMP_taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
+                   unsigned flags, unsigned long num_tasks, int priority, long start, long end, long step) {
+  mote::omp::taskloop<long>(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, priority, start, end, step);
+}
+
+void GOMP_taskloop_ull(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
+                       unsigned flags, unsigned long num_tasks, int priority, unsigned long long start,
+                       unsigned long long end, unsigned long long step) {
+  mote::omp::taskloop<unsigned long long>(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, priority, start,
+                                          end, step);
+}
+
+int omp_in_final() { return mote::omp::in_final() ? 1 : 0; }
+void omp_fulfill_event(void* event) { mote::omp::fulfill_event(event); }
+
+}  // extern "C"
