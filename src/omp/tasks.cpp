@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <thread>
@@ -415,6 +416,8 @@ void taskgroup_start() {
   thread_state& st = current();
   auto* g = new taskgroup();
   g->outer = st.task->open_group;
+  taskgroup* enclosing = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
+  if (enclosing != nullptr) g->reductions = enclosing->reductions;
   st.task->open_group = g;
 }
 
@@ -462,10 +465,160 @@ void fulfill_event(void* event) {
 
 void end_implicit_task(thread_state& st) { finish_scope(st.implicit); }
 
+// ---- Task reductions ---------------------------------------------------------------
+
+namespace {
+
+// The words of gcc's registration array.
+enum : std::size_t { kCount = 0, kSize = 1, kBase = 2, kAllocator = 3, kNext = 4, kHead = 5, kEnd = 6, kEntries = 7 };
+
+taskgroup* innermost_group(thread_state& st) {
+  return st.task->open_group != nullptr ? st.task->open_group : st.task->group;
+}
+
+// Gives every block of the chain that starts at data its per-thread copies
+// (or orig's, for a worksharing construct's later threads) and links the
+// chain's end to `old`, the enclosing registration.
+void register_chain(std::uintptr_t* data, std::uintptr_t* old, std::uintptr_t* orig, unsigned nthreads) {
+  std::uintptr_t* d = data;
+  for (;;) {
+    if (orig != nullptr) {
+      d[kBase] = orig[kBase];
+      d[kEnd] = orig[kEnd];
+      orig = reinterpret_cast<std::uintptr_t*>(orig[kNext]);
+    } else {
+      const std::size_t align = std::max<std::size_t>(d[kBase], alignof(std::max_align_t));
+      const std::size_t bytes = (d[kSize] * nthreads + align - 1) / align * align;
+      void* p = std::aligned_alloc(align, std::max<std::size_t>(bytes, align));
+      if (p == nullptr) throw std::bad_alloc();
+      std::memset(p, 0, bytes);
+      d[kBase] = reinterpret_cast<std::uintptr_t>(p);
+      d[kEnd] = d[kBase] + d[kSize] * nthreads;
+    }
+    d[kHead] = 0;
+    if (d[kNext] == 0) {
+      d[kNext] = reinterpret_cast<std::uintptr_t>(old);
+      break;
+    }
+    d = reinterpret_cast<std::uintptr_t*>(d[kNext]);
+  }
+  // The chain's first block is marked, so that unregister stops at the
+  // enclosing registration.
+  data[kHead] = 1;
+}
+
+// The thread's index among the team's copies.
+unsigned copy_index(const thread_state& st) {
+  if (st.foreign) unsupported("GOMP_task_reduction_remap (a task with in_reduction run outside its team)");
+  return st.id;
+}
+
+}  // namespace
+
+void taskgroup_reduction_register(std::uintptr_t* data) {
+  thread_state& st = current();
+  if (st.task->open_group == nullptr) taskgroup_start();
+  taskgroup* g = st.task->open_group;
+  register_chain(data, g->reductions, nullptr, st.tm != nullptr ? st.tm->n : 1);
+  g->reductions = data;
+}
+
+void taskgroup_reduction_unregister(std::uintptr_t* data) {
+  std::uintptr_t* d = data;
+  do {
+    std::free(reinterpret_cast<void*>(d[kBase]));
+    d = reinterpret_cast<std::uintptr_t*>(d[kNext]);
+  } while (d != nullptr && d[kHead] == 0);
+}
+
+void task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
+  thread_state& st = current();
+  const unsigned id = copy_index(st);
+  taskgroup* g = innermost_group(st);
+  std::uintptr_t* data = g != nullptr ? g->reductions : nullptr;
+  for (std::size_t i = 0; i < cnt; ++i) {
+    const auto p = reinterpret_cast<std::uintptr_t>(ptrs[i]);
+    bool found = false;
+    // An original variable's address: its entry, in any block of the chain.
+    for (std::uintptr_t* d = data; d != nullptr && !found; d = reinterpret_cast<std::uintptr_t*>(d[kNext])) {
+      for (std::size_t j = 0; j < d[kCount]; ++j) {
+        if (d[kEntries + 3 * j] == p) {
+          ptrs[i] = reinterpret_cast<void*>(d[kBase] + id * d[kSize] + d[kEntries + 3 * j + 1]);
+          if (i < cntorig) ptrs[cnt + i] = reinterpret_cast<void*>(p);
+          found = true;
+          break;
+        }
+      }
+    }
+    if (found) continue;
+    // Else an address inside some thread's copy: the same offset in ours.
+    for (std::uintptr_t* d = data; d != nullptr; d = reinterpret_cast<std::uintptr_t*>(d[kNext])) {
+      if (p < d[kBase] || p >= d[kEnd]) continue;
+      const std::uintptr_t off = (p - d[kBase]) % d[kSize];
+      ptrs[i] = reinterpret_cast<void*>(d[kBase] + id * d[kSize] + off);
+      if (i < cntorig) {
+        for (std::size_t j = 0; j < d[kCount]; ++j) {
+          if (d[kEntries + 3 * j + 1] == off) ptrs[cnt + i] = reinterpret_cast<void*>(d[kEntries + 3 * j]);
+        }
+      }
+      found = true;
+      break;
+    }
+    if (!found) {
+      std::fprintf(stderr, "mote: no task_reduction or reduction with the task modifier matches %p\n", ptrs[i]);
+      std::abort();
+    }
+  }
+}
+
+void workshare_taskgroup_start() { taskgroup_start(); }
+
+void workshare_reduction_register(std::uintptr_t* data, std::uintptr_t* orig) {
+  thread_state& st = current();
+  taskgroup* g = st.task->open_group;
+  register_chain(data, g->reductions, orig, st.tm != nullptr ? st.tm->n : 1);
+  g->reductions = data;
+}
+
+void workshare_task_reduction_unregister(bool cancelled) {
+  thread_state& st = current();
+  taskgroup* g = st.task->open_group;
+  std::uintptr_t* data = g->reductions;
+  taskgroup_end();
+  // Thread 0 frees the copies, after every thread has combined (the barrier).
+  if (!cancelled) (void)barrier();
+  if (st.id == 0) taskgroup_reduction_unregister(data);
+}
+
+unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) {
+  struct context {
+    void (*fn)(void*);
+    void* data;
+    std::uintptr_t* rdata;
+    taskgroup group;  // the implicit tasks' group: remap finds the copies there
+    unsigned size;
+  } ctx{fn, data, *static_cast<std::uintptr_t**>(data), {}, 1};
+  ctx.group.reductions = ctx.rdata;
+  // Registered for the team's real size, known once it has started: by its
+  // thread 0, before a barrier that every thread passes before its body.
+  auto trampoline = [](void* p) {
+    auto& c = *static_cast<context*>(p);
+    thread_state& st = current();
+    if (st.id == 0) {
+      c.size = st.tm != nullptr ? st.tm->n : 1;
+      register_chain(c.rdata, nullptr, nullptr, c.size);
+    }
+    st.implicit.group = &c.group;
+    (void)barrier();
+    c.fn(c.data);
+  };
+  parallel(trampoline, &ctx, nthreads, flags);
+  return ctx.size;
+}
+
 template <class T>
 void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
               unsigned flags, unsigned long num_tasks, int priority, T start, T end, T step) {
-  if ((flags & kFlagReduction) != 0) unsupported("GOMP_taskloop (with a reduction clause)");
   // The number of iterations, for either sign of step (ull: the `up` flag).
   unsigned long long iters;
   if constexpr (std::is_signed_v<T>) {
@@ -481,8 +634,23 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
       iters = start > end ? (start - end - step - 1) / -step : 0;
     }
   }
+  struct head {  // gcc's data starts {start, end, registration array}
+    T start, end;
+    std::uintptr_t* ptr;
+  };
+  if (iters == 0) {
+    // Nothing to run: as GNU does, word 2 of the registration array (its
+    // copies' base) tells gcc's code that nothing was registered.
+    if ((flags & (kFlagNogroup | kFlagReduction)) == kFlagReduction) static_cast<head*>(data)->ptr[2] = 0;
+    return;
+  }
   const bool group = (flags & kFlagNogroup) == 0;
-  if (group) taskgroup_start();
+  if (group) {
+    taskgroup_start();
+    if ((flags & kFlagReduction) != 0) {
+      taskgroup_reduction_register(static_cast<head*>(data)->ptr);
+    }
+  }
   if (iters > 0) {
     unsigned long long ntasks;
     if ((flags & kFlagGrainsize) != 0) {

@@ -22,6 +22,9 @@ struct taskgroup {
   // The waiter's park word while taskgroup_end sleeps (as omp_task::waiter).
   std::atomic<std::atomic<std::uint32_t>*> waiter{nullptr};
   std::atomic<bool> cancelled{false};
+  // Task reductions (gcc's registration arrays, newest first, chained
+  // through word 4): inherited from the enclosing group when it opens.
+  std::uintptr_t* reductions = nullptr;
 };
 
 // GOMP_task's arguments, as gcc 12 passes them.
@@ -63,6 +66,24 @@ extern template MOTE_API void taskloop<unsigned long long>(void (*)(void*), void
 // parallel regions): true when the construct is cancelled.
 MOTE_API bool cancel_taskgroup();
 MOTE_API bool taskgroup_cancelled() noexcept;
+
+// Task reductions (GOMP_taskgroup_reduction_register and friends): gcc lays
+// out `data` (count, size per thread, alignment, allocator, next, and one
+// {address, offset, -} triple per variable); mote gives each thread of the
+// team its own zeroed copy of the block, and remap points a task's accesses
+// at its thread's copy. gcc's code combines the copies after the group.
+MOTE_API void taskgroup_reduction_register(std::uintptr_t* data);
+MOTE_API void taskgroup_reduction_unregister(std::uintptr_t* data);
+MOTE_API void task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs);
+// A worksharing construct's task reductions: its taskgroup opens on every
+// thread; the first thread to reach the construct registers data, the
+// others share its copies (orig: the first thread's array).
+MOTE_API void workshare_taskgroup_start();
+MOTE_API void workshare_reduction_register(std::uintptr_t* data, std::uintptr_t* orig);
+MOTE_API void workshare_task_reduction_unregister(bool cancelled);
+// GOMP_parallel_reductions: registers the region's reductions for the
+// team's real size, which it returns.
+MOTE_API unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags);
 
 // The end of a thread's implicit task (after the region's end barrier): its
 // children's dependence scope, if it made one, is finished.

@@ -1,5 +1,8 @@
 // libgomp's entry points for explicit tasks, on mote's OpenMP model
 // (src/omp/tasks.hpp).
+#include <cstddef>
+#include <cstdint>
+
 #include "omp/tasks.hpp"
 
 extern "C" {
@@ -42,5 +45,21 @@ void GOMP_taskloop_ull(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*
 
 int omp_in_final() { return mote::omp::in_final() ? 1 : 0; }
 void omp_fulfill_event(void* event) { mote::omp::fulfill_event(event); }
+
+}  // extern "C"
+
+extern "C" {
+
+void GOMP_taskgroup_reduction_register(std::uintptr_t* data) { mote::omp::taskgroup_reduction_register(data); }
+void GOMP_taskgroup_reduction_unregister(std::uintptr_t* data) { mote::omp::taskgroup_reduction_unregister(data); }
+void GOMP_task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
+  mote::omp::task_reduction_remap(cnt, cntorig, ptrs);
+}
+void GOMP_workshare_task_reduction_unregister(bool cancelled) {
+  mote::omp::workshare_task_reduction_unregister(cancelled);
+}
+unsigned GOMP_parallel_reductions(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) {
+  return mote::omp::parallel_reductions(fn, data, num_threads, flags);
+}
 
 }  // extern "C"
