@@ -70,7 +70,9 @@ class MOTE_API tree_barrier {
   static constexpr std::chrono::nanoseconds default_spin{100'000};
 
   // A team of n threads (n >= 1; mote::usage_error otherwise). spin: how
-  // long a waiter spins before it sleeps; 0 sleeps at once.
+  // long a waiter spins before it sleeps; 0 sleeps at once. A team of more
+  // threads than the CPUs this process may use spins 2 us at most, yielding
+  // at every look.
   explicit tree_barrier(std::size_t n, std::chrono::nanoseconds spin = default_spin);
   // Only once no thread is inside wait() or notify_waiters().
   ~tree_barrier();
@@ -135,8 +137,9 @@ class MOTE_API tree_barrier {
 
   std::size_t size_;
   std::int64_t spin_ns_;
-  // More threads than the CPUs this process may use: a spinning waiter
-  // yields at every look, since the thread it waits for may need its CPU.
+  // More threads than the CPUs this process may use: a waiter spins
+  // briefly and yields at every look, since the thread it waits for may
+  // need its CPU.
   bool crowded_;
   std::unique_ptr<detail::barrier_node[]> nodes_;
   // Threads announced or asleep in this barrier (the event count's waiter

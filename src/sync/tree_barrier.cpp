@@ -165,6 +165,9 @@ class barrier_waiter {
   bool crowded_;
 };
 
+// The spin window of a team with more threads than CPUs.
+constexpr std::int64_t kCrowdedSpinNs = 2'000;
+
 // The CPUs this process may run on (its affinity mask; the online CPUs when
 // the mask is larger than cpu_set_t or unreadable).
 std::size_t usable_cpus() noexcept {
@@ -179,6 +182,12 @@ std::size_t usable_cpus() noexcept {
 
 tree_barrier::tree_barrier(std::size_t n, std::chrono::nanoseconds spin)
     : size_(n), spin_ns_(std::max<std::int64_t>(spin.count(), 0)), crowded_(n > usable_cpus()) {
+  // A crowded team spins briefly: most of the threads it waits for are not
+  // running, and a waiter that sleeps gives its CPU to one of them. (On a
+  // loaded 2-CPU machine, teams of 8 and 16 threads took 60-80% of the time
+  // per barrier with a 2 us window than with 100 us, and less than with
+  // none.)
+  if (crowded_) spin_ns_ = std::min(spin_ns_, kCrowdedSpinNs);
   if (n == 0) throw usage_error("mote::tree_barrier: a team of 0 threads");
   nodes_ = std::make_unique<detail::barrier_node[]>(n);
 }
