@@ -3,15 +3,16 @@
 // tasks) and hold the release until a condition holds.
 //
 // Arrival climbs a tree of fan-in 4 (the thread with id i is the parent of
-// 4i+1..4i+4, id 0 is the root): a thread waits for its children, then
-// writes its own arrival on its parent's cache line. The root, once every
-// thread has arrived (and ready() holds, below), starts the release, which
-// goes back down the same tree: a parent writes each child's release word on
-// the child's own line. Every thread waits on one line of its own, no two
-// threads read-modify-write one word, and each word carries the number of
-// the barrier it belongs to, so the barrier is ready again as soon as a
-// thread has left it (Mellor-Crummey and Scott's tree barrier, with the
-// fan-in that XGOMP's distributed tree barrier uses for GNU OpenMP).
+// 4i+1..4i+4, id 0 is the root): a thread waits until each of its children
+// has marked its arrival on the child's own cache line, then marks its own.
+// The root, once every thread has arrived (and ready() holds, below),
+// starts the release, which goes back down the same tree: a parent writes
+// each child's release word, on that child's line, where the child spins.
+// No two threads write a line at once, no word is read-modify-written by
+// more than its owner, and each word carries the number of the barrier it
+// belongs to, so the barrier is ready again as soon as a thread has left it
+// (Mellor-Crummey and Scott's tree barrier, with the fan-in of XGOMP's
+// distributed tree barrier for GNU OpenMP).
 //
 // A waiting thread spins (pause, and yields on a crowded machine) for the
 // spin window, then sleeps on the runtime's event count, so an idle team, or
