@@ -3,15 +3,16 @@
 // tasks) and hold the release until a condition holds.
 //
 // Arrival climbs a tree of fan-in 4 (the thread with id i is the parent of
-// 4i+1..4i+4, id 0 is the root): a thread waits for its children, then
-// writes its own arrival on its parent's cache line. The root, once every
-// thread has arrived (and ready() holds, below), starts the release, which
-// goes back down the same tree: a parent writes each child's release word on
-// the child's own line. Every thread waits on one line of its own, no two
-// threads read-modify-write one word, and each word carries the number of
-// the barrier it belongs to, so the barrier is ready again as soon as a
-// thread has left it (Mellor-Crummey and Scott's tree barrier, with the
-// fan-in that XGOMP's distributed tree barrier uses for GNU OpenMP).
+// 4i+1..4i+4, id 0 is the root): a thread waits until each of its children
+// has marked its arrival on the child's own cache line, then marks its own.
+// The root, once every thread has arrived (and ready() holds, below),
+// starts the release, which goes back down the same tree: a parent writes
+// each child's release word, on that child's line, where the child spins.
+// No two threads write a line at once, no word is read-modify-written by
+// more than its owner, and each word carries the number of the barrier it
+// belongs to, so the barrier is ready again as soon as a thread has left it
+// (Mellor-Crummey and Scott's tree barrier, with the fan-in of XGOMP's
+// distributed tree barrier for GNU OpenMP).
 //
 // A waiting thread spins (pause, and yields on a crowded machine) for the
 // spin window, then sleeps on the runtime's event count, so an idle team, or
@@ -70,7 +71,9 @@ class MOTE_API tree_barrier {
   static constexpr std::chrono::nanoseconds default_spin{100'000};
 
   // A team of n threads (n >= 1; mote::usage_error otherwise). spin: how
-  // long a waiter spins before it sleeps; 0 sleeps at once.
+  // long a waiter spins before it sleeps; 0 sleeps at once. A team of more
+  // threads than the CPUs this process may use spins 2 us at most, yielding
+  // at every look.
   explicit tree_barrier(std::size_t n, std::chrono::nanoseconds spin = default_spin);
   // Only once no thread is inside wait() or notify_waiters().
   ~tree_barrier();
@@ -135,8 +138,9 @@ class MOTE_API tree_barrier {
 
   std::size_t size_;
   std::int64_t spin_ns_;
-  // More threads than the CPUs this process may use: a spinning waiter
-  // yields at every look, since the thread it waits for may need its CPU.
+  // More threads than the CPUs this process may use: a waiter spins
+  // briefly and yields at every look, since the thread it waits for may
+  // need its CPU.
   bool crowded_;
   std::unique_ptr<detail::barrier_node[]> nodes_;
   // Threads announced or asleep in this barrier (the event count's waiter
