@@ -1,6 +1,7 @@
 // OpenMP teams on mote's workers: the OpenMP runtime, regions, the barrier
 // and the queries. team.hpp has the shape; docs/openmp.md the mapping.
 #include "omp/team.hpp"
+#include "omp/omp.hpp"
 
 #include <emmintrin.h>
 #include <sched.h>
@@ -371,6 +372,20 @@ void unsupported(const char* name) noexcept {
 }
 
 // ---- Queries ----------------------------------------------------------------------
+
+int place_num() noexcept {
+  // The place holding the CPU the thread runs on (workers are pinned; the
+  // primary thread keeps its own affinity): -1 without places.
+  const global_icvs& g = globals();
+  if (g.places.empty()) return -1;
+  const int cpu = sched_getcpu();
+  for (std::size_t p = 0; p < g.places.size(); ++p) {
+    for (int c : g.places[p]) {
+      if (c == cpu) return static_cast<int>(p);
+    }
+  }
+  return 0;
+}
 
 int thread_num() noexcept { return static_cast<int>(current().id); }
 int num_threads() noexcept {

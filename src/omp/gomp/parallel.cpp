@@ -32,6 +32,9 @@ bool cancelled(int which) {
 
 }  // namespace
 
+// The entry points are exported (the rest of the library is hidden; the
+// version script names them).
+#pragma GCC visibility push(default)
 extern "C" {
 
 // GOMP_4.0: #pragma omp parallel [num_threads(n)] [if(c)] [proc_bind(b)].
@@ -90,3 +93,4 @@ int omp_get_team_num() { return tl_team_num; }
 int omp_get_num_teams() { return tl_num_teams; }
 
 }  // extern "C"
+#pragma GCC visibility pop

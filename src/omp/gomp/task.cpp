@@ -5,6 +5,9 @@
 
 #include "omp/tasks.hpp"
 
+// The entry points are exported (the rest of the library is hidden; the
+// version script names them).
+#pragma GCC visibility push(default)
 extern "C" {
 
 // GOMP_task as gcc 12 emits it (GOMP_5.0 adds detach; older binaries call
@@ -47,7 +50,11 @@ int omp_in_final() { return mote::omp::in_final() ? 1 : 0; }
 void omp_fulfill_event(void* event) { mote::omp::fulfill_event(event); }
 
 }  // extern "C"
+#pragma GCC visibility pop
 
+// The entry points are exported (the rest of the library is hidden; the
+// version script names them).
+#pragma GCC visibility push(default)
 extern "C" {
 
 void GOMP_taskgroup_reduction_register(std::uintptr_t* data) { mote::omp::taskgroup_reduction_register(data); }
@@ -63,3 +70,4 @@ unsigned GOMP_parallel_reductions(void (*fn)(void*), void* data, unsigned num_th
 }
 
 }  // extern "C"
+#pragma GCC visibility pop
