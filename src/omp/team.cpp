@@ -378,6 +378,9 @@ int place_num() noexcept {
   // primary thread keeps its own affinity): -1 without places.
   const global_icvs& g = globals();
   if (g.places.empty()) return -1;
+  // The initial thread is in the first place (GNU's libgomp binds it there).
+  const thread_state& st = current();
+  if (st.self == nullptr || st.id == 0) return 0;
   const int cpu = sched_getcpu();
   for (std::size_t p = 0; p < g.places.size(); ++p) {
     for (int c : g.places[p]) {
