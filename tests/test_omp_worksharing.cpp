@@ -103,6 +103,10 @@ struct loop_case {
   std::uint64_t count = 0;  // iterations, from a serial count in 128-bit arithmetic
   std::vector<std::atomic<int>> hits;
   std::atomic<int> strays{0};  // values that are no iteration of the loop
+  // Chunks against the schedule's promise: `chunk` iterations each for
+  // dynamic and static with a chunk, at least `chunk` for guided (but the
+  // loop's last chunk).
+  std::atomic<int> bad_chunks{0};
 
   explicit loop_case(loop_bounds bounds) : b(bounds) {
     const __int128 start = value(b.start), end = value(b.end), incr = step();
@@ -122,15 +126,24 @@ struct loop_case {
   }
   // Runs a chunk [lo, hi) as gcc's code does: from lo while below hi (above,
   // downward), counting each value's iteration.
-  void run_chunk(std::uint64_t lo, std::uint64_t hi) {
+  std::uint64_t run_chunk(std::uint64_t lo, std::uint64_t hi) {
     const __int128 start = value(b.start), incr = step(), end = value(hi);
-    for (__int128 v = value(lo); incr > 0 ? v < end : v > end; v += incr) {
+    std::uint64_t ran = 0;
+    for (__int128 v = value(lo); incr > 0 ? v < end : v > end; v += incr, ++ran) {
       const __int128 off = v - start;
       if (off % incr != 0 || off / incr < 0 || off / incr >= static_cast<__int128>(count)) {
         strays.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
       hits[static_cast<std::size_t>(off / incr)].fetch_add(1, std::memory_order_relaxed);
+    }
+    return ran;
+  }
+  void check_chunk(schedule_request s, std::uint64_t ran, std::uint64_t hi) {
+    if (hi == b.end || s.chunk == 0) return;  // the last chunk may be short
+    const bool exact = s.kind == schedule_kind::dynamic || s.kind == schedule_kind::static_;
+    if (exact ? ran != s.chunk : (s.kind == schedule_kind::guided && ran < s.chunk)) {
+      bad_chunks.fetch_add(1, std::memory_order_relaxed);
     }
   }
   // Every thread of the team: the whole loop.
@@ -139,7 +152,7 @@ struct loop_case {
     std::uint64_t hi = 0;
     if (omp::loop_start(b, s, loop_flavour::plain, &lo, &hi, nullptr)) {
       do {
-        run_chunk(lo, hi);
+        check_chunk(s, run_chunk(lo, hi), hi);
       } while (omp::loop_next(&lo, &hi));
     }
     if (nowait) {
@@ -151,6 +164,7 @@ struct loop_case {
   // After the region: each iteration once; then reset for the next run.
   void check(const std::string& what) {
     EXPECT_EQ(strays.load(), 0) << what;
+    EXPECT_EQ(bad_chunks.exchange(0), 0) << what << ": chunks of the wrong size";
     std::uint64_t wrong = 0;
     std::uint64_t first = count;
     for (std::uint64_t i = 0; i < count; ++i) {
@@ -372,7 +386,7 @@ TEST(OmpLoop, SharedMemoryIsZeroedAndShared) {
 
 TEST(OmpOrdered, RegionsRunInIterationOrder) {
   hang_guard guard("ordered");
-  const long count = scaled(600, 3);
+  const long count = scaled(240, 2);
   std::vector<schedule_request> schedules = all_schedules();
   schedules.push_back({schedule_kind::runtime, monotonicity::unspecified, 0});
   for (const schedule_request& s : schedules) {
@@ -639,7 +653,7 @@ TEST(OmpDoacross, ChainEqualsSerial) {
 
 TEST(OmpCritical, CountersStayExactUnderContention) {
   hang_guard guard("critical");
-  const long rounds = scaled(20000, 10);
+  const long rounds = scaled(5000, 5);
   void* name_a = nullptr;  // gcc's .gomp_critical_user_<name> slots
   void* name_b = nullptr;
   long unnamed = 0;

@@ -307,13 +307,17 @@ void describe_loop(ws_construct& w, unsigned n, const loop_bounds& b, plan p, bo
   w.next.store(0, std::memory_order_relaxed);
   w.ordered_next.store(0, std::memory_order_relaxed);
   if (p.sched == ws_sched::stealing) {
+    // Whole chunks per stripe: every chunk but the loop's last has `chunk`
+    // iterations (OpenMP's rule for dynamic), wherever it is claimed.
     if (w.stripes == nullptr) w.stripes = std::make_unique<detail::loop_stripe[]>(n);
+    const std::uint64_t chunks = count / p.chunk + (count % p.chunk != 0 ? 1 : 0);
     for (unsigned i = 0; i < n; ++i) {
       std::uint64_t lo = 0;
       std::uint64_t hi = 0;
-      static_block(count, n, i, &lo, &hi);
-      w.stripes[i].next.store(lo, std::memory_order_relaxed);
-      w.stripes[i].end = hi;
+      static_block(chunks, n, i, &lo, &hi);
+      // Relaxed: as `next` above.
+      w.stripes[i].next.store(lo == chunks ? count : lo * p.chunk, std::memory_order_relaxed);
+      w.stripes[i].end = hi == chunks ? count : hi * p.chunk;
     }
   }
 }
