@@ -9,12 +9,14 @@ namespace mote::detail {
 extern const model_hooks loops_model;          // src/loops/loops.cpp
 extern const model_hooks assistant_model;      // src/assistant/assistant.cpp
 extern const model_hooks adaptive_join_model;  // src/adaptive/adaptive.cpp
+extern const model_hooks omp_model;            // src/omp/team.cpp
 
 namespace {
 const model_hooks* const kModels[] = {
     &loops_model,
     &assistant_model,
     &adaptive_join_model,
+    &omp_model,
 };
 }  // namespace
 

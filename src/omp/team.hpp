@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "mote/detail/platform.hpp"
+#include "mote/detail/task.hpp"
 #include "mote/export.hpp"
 #include "mote/tree_barrier.hpp"
 #include "omp/icv.hpp"
@@ -31,9 +32,36 @@ class runtime_impl;
 }  // namespace mote::detail
 
 namespace mote::omp {
+using detail::cache_line;
 
 struct team;
-struct omp_task;  // tasks.hpp
+struct taskgroup;  // tasks.hpp
+
+// An OpenMP task: an explicit one (a record made by GOMP_task, run by any
+// worker of the team), or a thread's implicit task (inside its thread_state).
+struct omp_task : detail::queued_task {
+  void (*fn)(void*) = nullptr;
+  void* arg = nullptr;
+  team* tm = nullptr;               // the team it is bound to (nullptr: no region)
+  omp_task* parent = nullptr;       // the task that made it (explicit tasks only)
+  taskgroup* group = nullptr;       // the taskgroup it is counted in, or nullptr
+  taskgroup* open_group = nullptr;  // the innermost taskgroup open in its body
+  void* scope = nullptr;            // its children's dependences (a mote::dataflow), made on first use
+  // 1 while its body runs, plus one per child not yet finished; an explicit
+  // task's record is freed when it reaches 0. taskwait waits for 1.
+  // acq_rel on every change: a child's last writes are seen by the waiter
+  // that reads 1 (and by the free).
+  std::atomic<std::uint32_t> refs{1};
+  // taskwait's sleeper: its park word while it waits (see tasks.cpp).
+  std::atomic<std::atomic<std::uint32_t>*> waiter{nullptr};
+  // detach: the completion waits for both the body's return and
+  // omp_fulfill_event (2 holds); 1 hold otherwise.
+  std::atomic<std::uint32_t> holds{1};
+  std::atomic<std::uint32_t> fulfilled{0};
+  bool is_final = false;
+  bool is_explicit = false;
+  int priority = 0;
+};
 
 // The extension slot the OpenMP model keeps its per-worker state in.
 inline constexpr unsigned kOmpSlot = 3;
@@ -46,9 +74,11 @@ struct alignas(cache_line) thread_state {
   unsigned level = 0;               // omp_get_level()
   unsigned active_level = 0;        // omp_get_active_level()
   thread_state* outer = nullptr;    // the encountering thread's state one level out
+  thread_state* prev = nullptr;     // this thread's state before it joined the team (restored after)
   detail::worker* self = nullptr;   // the worker this thread is (nullptr: not a worker)
-  omp_task* task = nullptr;         // the explicit task running here, nullptr: the implicit task
-  task_icvs icvs;                   // the current task's data-environment ICVs
+  omp_task* task = nullptr;         // the task running here (&implicit, or an explicit one)
+  omp_task implicit;                // this thread's implicit task in the team
+  bool foreign = false;             // a stand-in for a worker outside the team (tasks.cpp)
   ws_thread_state ws;               // worksharing.hpp: this thread's place in the team's constructs
 
   // The explicit tasks this thread made and finished, for the barrier's test
@@ -56,10 +86,8 @@ struct alignas(cache_line) thread_state {
   // this thread only (plain load + release store, no read-modify-write).
   alignas(cache_line) std::atomic<std::uint64_t> spawned{0};
   std::atomic<std::uint64_t> completed{0};
-  void count_spawn() noexcept { spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
-  void count_completion() noexcept {
-    completed.store(completed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  }
+  inline void count_spawn() noexcept;
+  inline void count_completion() noexcept;
 };
 
 // A parallel region's team. Made by thread 0, which frees it (or keeps it for
@@ -75,23 +103,58 @@ struct team {
   void* data = nullptr;
   detail::runtime_impl* rt = nullptr;
   std::vector<detail::worker*> workers;   // the worker of each thread
+  task_icvs icvs;                   // the ICVs its threads start with
+  // Explicit tasks of this team finished by a thread outside it (a worker
+  // that stole one); read-modify-write, as several such threads may add.
+  alignas(cache_line) std::atomic<std::uint64_t> foreign_completed{0};
+  std::atomic<std::uint64_t> foreign_spawned{0};
+  // Threads outside the team inside one of its tasks' bookkeeping (a stolen
+  // task, omp_fulfill_event): thread 0 waits for 0 before the team ends.
+  std::atomic<unsigned> foreign_active{0};
   std::unique_ptr<thread_state[]> threads;
   mote::tree_barrier barrier;
   ws_team_state ws;                 // worksharing.hpp: the constructs in flight
 
   // OpenMP cancellation of the region (GOMP_cancel(PARALLEL)): set once.
   std::atomic<bool> cancelled{false};
+  // GOMP_cancel(LOOP or SECTIONS): the worksharing construct in flight is
+  // cancelled; reset by the construct's end (worksharing.cpp).
+  std::atomic<bool> ws_cancelled{false};
   // Members that have made their last access to the team; thread 0 waits for
   // n - 1 before it frees or reuses the team.
   alignas(cache_line) std::atomic<unsigned> left{0};
 };
 
+void thread_state::count_spawn() noexcept {
+  if (MOTE_UNLIKELY(foreign)) {
+    tm->foreign_spawned.fetch_add(1, std::memory_order_release);
+    return;
+  }
+  spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void thread_state::count_completion() noexcept {
+  if (MOTE_UNLIKELY(foreign)) {
+    tm->foreign_completed.fetch_add(1, std::memory_order_release);
+    return;
+  }
+  completed.store(completed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+// Stops the program with one line naming an entry point mote does not
+// implement (never runs it wrong).
+[[noreturn]] MOTE_API void unsupported(const char* name) noexcept;
+
 // ---- The calling thread ---------------------------------------------------------
 // Its current OpenMP thread state (never nullptr: a thread in no region has
 // its initial state).
 MOTE_API thread_state& current() noexcept;
-// Sets it (the task layer, around an explicit task's body, does not: it sets
-// thread_state::task instead).
+// The state of the calling thread in team tm (its own, or an outer one of
+// its own: a thread of an inner team runs a task of the outer team it is
+// also in), or nullptr when the thread is not in tm. The task layer runs a
+// task with that state current (set_current), and counts its completion there.
+thread_state* state_in(team* tm) noexcept;
+void set_current(thread_state* st) noexcept;
 
 // ---- Regions ----------------------------------------------------------------------
 // Runs fn(data) on a team: GOMP_parallel's body. nthreads 0: the ICV's
@@ -104,6 +167,8 @@ MOTE_API void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigne
 MOTE_API bool barrier();
 // Are all the team's explicit tasks done? (The barrier's release condition.)
 bool team_tasks_done(const team& tm) noexcept;
+// The barrier as the thread whose state st is in tm.
+void team_barrier(team& tm, thread_state& st);
 // One step of work for a waiting OpenMP thread: a task, from anywhere in the
 // runtime. True when it ran one.
 MOTE_API bool help_once() noexcept;

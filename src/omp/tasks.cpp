@@ -1,0 +1,698 @@
+// OpenMP's explicit tasks on mote's workers.
+//
+// A deferred task is a record (omp_task, then its copy of the arguments)
+// handed to the runtime's scheduler policy (runtime_impl::schedule: onto the
+// spawning worker's pool under work stealing), so that any worker may steal
+// it. A task with dependences is instead a mote::dataflow task of its
+// parent's scope (one scope per parent, made on first use: OpenMP orders
+// sibling tasks only), whose body runs the record; the scope is finished
+// when the parent's body has returned (an OpenMP task's children outlive it
+// only in the scheduler's eyes: the scope's wait there runs them).
+//
+// Counting. Every task is counted (1) in its parent's `refs` (taskwait waits
+// for 1), (2) in the innermost taskgroup open where it was made, and (3) in
+// its team's spawn and completion sums (team_tasks_done: the barrier). Its
+// completion takes them back in that order, the team's sums last: once they
+// match, the team may end, so nothing after that touches the team unless the
+// thread is held inside it (a member, inside its barrier) or counted in
+// `foreign_active`.
+#include "omp/tasks.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "core/runtime_impl.hpp"
+#include "mote/dataflow.hpp"
+#include "mote/detail/dataflow_records.hpp"
+#include "wait/idle.hpp"
+
+namespace mote::omp {
+
+using detail::runtime_impl;
+using detail::worker;
+
+namespace {
+
+constexpr unsigned kFlagUntied = 1;
+constexpr unsigned kFlagFinal = 2;
+constexpr unsigned kFlagDepend = 8;
+constexpr unsigned kFlagPriority = 16;
+constexpr unsigned kFlagUp = 32;
+constexpr unsigned kFlagGrainsize = 256;
+constexpr unsigned kFlagIf = 512;
+constexpr unsigned kFlagNogroup = 1024;
+constexpr unsigned kFlagReduction = 2048;
+constexpr unsigned kFlagDetach = 4096;
+
+// The kinds an omp_depend_t (depobj) holds.
+constexpr std::uintptr_t kDependIn = 1;
+constexpr std::uintptr_t kDependOut = 2;
+constexpr std::uintptr_t kDependInout = 3;
+constexpr std::uintptr_t kDependMutexinoutset = 4;
+constexpr std::uintptr_t kDependInoutset = 5;
+
+struct depend_list {
+  std::vector<mote::access> accesses;
+  bool all_memory = false;
+};
+
+mote::access access_of(void* addr, std::uintptr_t kind) {
+  // OpenMP orders tasks by the address named, whatever its size: one byte
+  // at that address is the region.
+  mote::access a{addr, 1, mote::access_type::inout};
+  switch (kind) {
+    case kDependIn: a.type = mote::access_type::in; break;
+    case kDependMutexinoutset: a.type = mote::access_type::commutative; break;
+    case kDependInoutset: a.type = mote::access_type::concurrent; break;
+    default: a.type = mote::access_type::inout; break;  // out, inout
+  }
+  return a;
+}
+
+// Decodes gcc's depend array: [n, nout, addr...] or, when the first word is
+// 0, [0, n, nout, nmutexinoutset, nin, addr...] with depobj entries last.
+depend_list decode_depend(void** depend) {
+  depend_list out;
+  auto word = [&](std::size_t i) { return reinterpret_cast<std::uintptr_t>(depend[i]); };
+  std::size_t n, nout, nmutex = 0, nin, first;
+  if (word(0) != 0) {
+    n = word(0);
+    nout = word(1);
+    nin = n - nout;
+    first = 2;
+  } else {
+    n = word(1);
+    nout = word(2);
+    nmutex = word(3);
+    nin = word(4);
+    first = 5;
+  }
+  out.accesses.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    void* addr = depend[first + i];
+    std::uintptr_t kind;
+    if (i < nout) {
+      kind = kDependInout;
+    } else if (i < nout + nmutex) {
+      kind = kDependMutexinoutset;
+    } else if (i < nout + nmutex + nin) {
+      kind = kDependIn;
+    } else {
+      // depobj: an omp_depend_t holding {address, kind}.
+      auto* obj = static_cast<void**>(addr);
+      addr = obj[0];
+      kind = reinterpret_cast<std::uintptr_t>(obj[1]);
+    }
+    if (addr == nullptr && kind != kDependIn) {
+      out.all_memory = true;  // omp_all_memory
+      continue;
+    }
+    out.accesses.push_back(access_of(addr, kind));
+  }
+  return out;
+}
+
+mote::dataflow& scope_of(omp_task& parent) {
+  if (parent.scope == nullptr) parent.scope = new mote::dataflow();
+  return *static_cast<mote::dataflow*>(parent.scope);
+}
+
+void finish_scope(omp_task& t) {
+  if (t.scope == nullptr) return;
+  auto* df = static_cast<mote::dataflow*>(t.scope);
+  t.scope = nullptr;
+  delete df;  // waits for the tasks still pending, running tasks meanwhile
+}
+
+// Waits until done(), running tasks meanwhile; sleeps after the runtime's
+// spin window, on the worker's park word published in *slot, which the
+// completion that makes done() true wakes (notify_waiter).
+template <class Done>
+void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
+  if (done()) return;
+  worker* self = detail::current_worker;
+  if (self == nullptr) {
+    // No worker: nothing could be pending (tasks ran as they were made),
+    // except a detached event fulfilled by another thread.
+    while (!done()) std::this_thread::yield();
+    return;
+  }
+  runtime_impl& rt = self->runtime();
+  detail::idle_wait idle(rt.spin_ns());
+  for (;;) {
+    if (done()) return;
+    if (rt.help_once(*self)) {
+      idle.reset();
+      continue;
+    }
+    if (idle.spin()) continue;
+    // The Dekker pair with notify_waiter: the slot is published (seq_cst)
+    // before park_waiting's announcement and last look at done(); the
+    // completion changes what done() reads (seq_cst) before it loads the slot.
+    slot->store(&self->park_word(), std::memory_order_seq_cst);
+    rt.park_waiting(
+        *self, [](const void* d) { return (*static_cast<const Done*>(d))(); }, &done, 50'000'000);
+    slot->store(nullptr, std::memory_order_relaxed);
+    idle.reset();
+  }
+}
+
+void notify_waiter(std::atomic<std::atomic<std::uint32_t>*>& slot) noexcept {
+  if (std::atomic<std::uint32_t>* word = slot.load(std::memory_order_seq_cst)) runtime_impl::wake_parked(*word);
+}
+
+void free_record(omp_task* t) noexcept {
+  t->~omp_task();
+  ::operator delete(static_cast<void*>(t), std::align_val_t{alignof(omp_task)});
+}
+
+void release_ref(omp_task* t) noexcept {
+  // seq_cst: the Dekker pair with taskwait's sleep (notify_waiter after it).
+  const std::uint32_t before = t->refs.fetch_sub(1, std::memory_order_seq_cst);
+  if (before == 2) {
+    notify_waiter(t->waiter);
+  } else if (before == 1 && t->is_explicit) {
+    free_record(t);
+  }
+}
+
+// The counts of a finished task (its body returned and, when detached, its
+// event was fulfilled). st: the thread's state in t's team, or nullptr for a
+// thread outside it (then counted in foreign_completed, and the caller holds
+// foreign_active).
+void complete(omp_task* t, thread_state* st) noexcept {
+  team* tm = t->tm;
+  if (taskgroup* g = t->group) {
+    if (g->count.fetch_sub(1, std::memory_order_seq_cst) == 1) notify_waiter(g->waiter);
+  }
+  if (t->parent != nullptr) release_ref(t->parent);
+  if (tm != nullptr) {
+    if (st != nullptr) {
+      st->count_completion();
+    } else {
+      tm->foreign_completed.fetch_add(1, std::memory_order_release);
+    }
+    tm->barrier.notify_waiters();
+  }
+  release_ref(t);  // the body's own reference
+}
+
+// Runs t's body on this thread with the thread's state in t's team current
+// (or a stand-in for a thread outside it), then its completion.
+void run_body(omp_task* t, bool in_dataflow) noexcept {
+  team* tm = t->tm;
+  thread_state* const saved = &current();
+  thread_state* st = tm != nullptr ? state_in(tm) : saved;
+  thread_state stand_in;
+  bool foreign = false;
+  if (st == nullptr) {
+    // A worker outside the team stole it: it runs as thread 0 of the team
+    // would see it, counted apart (foreign_active keeps the team alive).
+    foreign = true;
+    tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
+    stand_in.tm = tm;
+    stand_in.level = tm->level;
+    stand_in.active_level = tm->active_level;
+    stand_in.outer = tm->threads[0].outer;
+    stand_in.self = detail::current_worker;
+    stand_in.foreign = true;
+    stand_in.prev = saved;
+    st = &stand_in;
+  }
+  set_current(st);
+  omp_task* const outer_task = st->task;
+  st->task = t;
+  // Scopes made in the body are OpenMP's sibling scopes, not nested in the
+  // data-flow task that may be running this body.
+  detail::df_task* const df = detail::df_exchange_current_task(nullptr);
+  const bool skip = t->group != nullptr && t->group->cancelled.load(std::memory_order_relaxed);
+  if (!skip) t->fn(t->arg);
+  finish_scope(*t);
+  if (in_dataflow && t->holds.load(std::memory_order_acquire) == 2) {
+    // Detached with dependences: the successors wait for the event, so the
+    // data-flow task ends only when it is fulfilled.
+    wait_until([t] { return t->fulfilled.load(std::memory_order_seq_cst) != 0; }, &t->waiter);
+    t->holds.store(1, std::memory_order_relaxed);
+  }
+  detail::df_exchange_current_task(df);
+  st->task = outer_task;
+  set_current(saved);
+  if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, foreign ? nullptr : st);
+  if (foreign) tm->foreign_active.fetch_sub(1, std::memory_order_release);
+}
+
+void run_scheduled(detail::task* base, worker&) noexcept { run_body(static_cast<omp_task*>(base), false); }
+
+// Copies the arguments into dst (aligned for them).
+void copy_args(const task_args& a, void* dst) {
+  if (a.cpyfn != nullptr) {
+    a.cpyfn(dst, a.data);
+  } else if (a.arg_size > 0) {
+    std::memcpy(dst, a.data, static_cast<std::size_t>(a.arg_size));
+  }
+}
+
+omp_task* make_record(const task_args& a, void** arg_out) {
+  const std::size_t align = std::max<std::size_t>(static_cast<std::size_t>(std::max(a.arg_align, 1L)), 1);
+  const std::size_t head = (sizeof(omp_task) + align - 1) / align * align;
+  const std::size_t bytes = head + static_cast<std::size_t>(std::max(a.arg_size, 0L));
+  const std::size_t record_align = std::max(align, alignof(omp_task));
+  void* memory = ::operator new(bytes, std::align_val_t{record_align});
+  auto* t = ::new (memory) omp_task();
+  *arg_out = static_cast<char*>(memory) + head;
+  (void)record_align;
+  return t;
+}
+
+// Runs an undeferred task here: a task of its own (its children are its),
+// waited for at its end so that nothing outlives the frame it lives in.
+void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
+  omp_task t;
+  t.fn = a.fn;
+  t.tm = st.tm;
+  t.parent = nullptr;
+  t.group = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
+  t.is_final = final_task;
+  omp_task* const outer = st.task;
+  st.task = &t;
+  detail::df_task* const df = detail::df_exchange_current_task(nullptr);
+  if (a.cpyfn != nullptr) {
+    const std::size_t align = static_cast<std::size_t>(std::max(a.arg_align, 1L));
+    const std::size_t bytes = static_cast<std::size_t>(a.arg_size) + align;
+    // Small arguments on the stack, aligned by hand; large ones on the heap.
+    alignas(64) char small[512];
+    std::unique_ptr<char[]> big;
+    char* raw = small;
+    if (bytes > sizeof(small)) {
+      big.reset(new char[bytes]);
+      raw = big.get();
+    }
+    void* buf = raw;
+    std::size_t space = bytes;
+    buf = std::align(align, static_cast<std::size_t>(a.arg_size), buf, space);
+    a.cpyfn(buf, a.data);
+    a.fn(buf);
+  } else {
+    a.fn(a.data);
+  }
+  finish_scope(t);
+  wait_until([&t] { return t.refs.load(std::memory_order_acquire) == 1; }, &t.waiter);
+  detail::df_exchange_current_task(df);
+  st.task = outer;
+}
+
+}  // namespace
+
+bool in_final() noexcept {
+  const thread_state& st = current();
+  return st.task != nullptr && st.task->is_final;
+}
+
+void task(const task_args& a) {
+  thread_state& st = current();
+  omp_task& parent = *st.task;
+  const bool final_task = (a.flags & kFlagFinal) != 0 || parent.is_final;
+  const bool detach = (a.flags & kFlagDetach) != 0;
+  depend_list deps;
+  if ((a.flags & kFlagDepend) != 0 && a.depend != nullptr) deps = decode_depend(a.depend);
+  worker* self = detail::current_worker;
+  const bool deferrable = self != nullptr && st.self == self && a.if_clause && !parent.is_final;
+  if (!deferrable || deps.all_memory) {
+    // Undeferred (if(0), a final parent, a thread that is no worker) or on
+    // omp_all_memory: its dependences are met by waiting for the siblings
+    // that have any, then it runs here. A detached undeferred task waits for
+    // its event at its end.
+    if (parent.scope != nullptr && (!deps.accesses.empty() || deps.all_memory)) {
+      static_cast<mote::dataflow*>(parent.scope)->wait();
+    }
+    if (detach) {
+      // The event is this stack record's address only while it runs: keep a
+      // heap record for the event instead.
+      task_args b = a;
+      b.detach = nullptr;
+      auto* ev = new omp_task();
+      ev->holds.store(1, std::memory_order_relaxed);
+      *static_cast<void**>(a.detach) = ev;
+      run_undeferred(b, st, final_task);
+      wait_until([ev] { return ev->fulfilled.load(std::memory_order_seq_cst) != 0; }, &ev->waiter);
+      delete ev;
+      return;
+    }
+    run_undeferred(a, st, final_task);
+    return;
+  }
+
+  void* arg = nullptr;
+  omp_task* t = make_record(a, &arg);
+  t->fn = a.fn;
+  t->arg = arg;
+  t->tm = st.tm;
+  t->parent = &parent;
+  t->group = parent.open_group != nullptr ? parent.open_group : parent.group;
+  t->is_final = final_task;
+  t->is_explicit = true;
+  t->priority = (a.flags & kFlagPriority) != 0 ? a.priority : 0;
+  if (detach) {
+    t->holds.store(2, std::memory_order_relaxed);
+    *static_cast<void**>(a.detach) = t;
+  }
+  try {
+    copy_args(a, arg);
+  } catch (...) {
+    free_record(t);
+    throw;
+  }
+  t->init(&run_scheduled);
+  // Counted before it can run (and finish) anywhere: the parent's refs, the
+  // group, the team's spawn sum. Relaxed: the hand-off below publishes them.
+  parent.refs.fetch_add(1, std::memory_order_relaxed);
+  if (t->group != nullptr) t->group->count.fetch_add(1, std::memory_order_relaxed);
+  st.count_spawn();
+  if (!deps.accesses.empty()) {
+    mote::dataflow& df = scope_of(parent);
+    df.spawn_accesses(deps.accesses, [t] { run_body(t, true); });
+  } else {
+    self->runtime().schedule(t, self);
+  }
+  if (st.tm != nullptr) st.tm->barrier.notify_waiters();
+}
+
+void taskwait() {
+  thread_state& st = current();
+  omp_task& t = *st.task;
+  if (t.scope != nullptr) static_cast<mote::dataflow*>(t.scope)->wait();
+  wait_until([&t] { return t.refs.load(std::memory_order_seq_cst) == 1; }, &t.waiter);
+}
+
+void taskwait_depend(void** depend) {
+  thread_state& st = current();
+  omp_task& t = *st.task;
+  if (t.scope == nullptr) return;  // no sibling has dependences
+  depend_list deps = decode_depend(depend);
+  auto& df = *static_cast<mote::dataflow*>(t.scope);
+  if (deps.all_memory) {
+    df.wait();
+    return;
+  }
+  // An empty task with the same dependences: when it has run, they are met.
+  std::atomic<std::uint32_t> reached{0};
+  std::atomic<std::atomic<std::uint32_t>*> waiter{nullptr};
+  df.spawn_accesses(deps.accesses, [&reached, &waiter] {
+    reached.store(1, std::memory_order_seq_cst);
+    notify_waiter(waiter);
+  });
+  wait_until([&reached] { return reached.load(std::memory_order_seq_cst) != 0; }, &waiter);
+}
+
+void taskyield() { (void)help_once(); }
+
+void taskgroup_start() {
+  thread_state& st = current();
+  auto* g = new taskgroup();
+  g->outer = st.task->open_group;
+  taskgroup* enclosing = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
+  if (enclosing != nullptr) g->reductions = enclosing->reductions;
+  st.task->open_group = g;
+}
+
+void taskgroup_end() {
+  thread_state& st = current();
+  taskgroup* g = st.task->open_group;
+  if (g == nullptr) return;
+  wait_until([g] { return g->count.load(std::memory_order_seq_cst) == 0; }, &g->waiter);
+  st.task->open_group = g->outer;
+  delete g;
+}
+
+bool cancel_taskgroup() {
+  thread_state& st = current();
+  taskgroup* g = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
+  if (g == nullptr) return false;
+  g->cancelled.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+bool taskgroup_cancelled() noexcept {
+  const thread_state& st = current();
+  const taskgroup* g = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
+  return g != nullptr && g->cancelled.load(std::memory_order_relaxed);
+}
+
+void fulfill_event(void* event) {
+  auto* t = static_cast<omp_task*>(event);
+  if (!t->is_explicit) {
+    // An undeferred task's event (see task()): its waiter polls the flag.
+    t->fulfilled.store(1, std::memory_order_seq_cst);
+    notify_waiter(t->waiter);
+    return;
+  }
+  // Dependences: the data-flow task waits for the flag (run_body).
+  t->fulfilled.store(1, std::memory_order_seq_cst);
+  notify_waiter(t->waiter);
+  // The completion belongs to whoever drops the last hold: the body's end or
+  // this call. Here the thread is outside the team's bookkeeping.
+  team* tm = t->tm;
+  if (tm != nullptr) tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
+  if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, nullptr);
+  if (tm != nullptr) tm->foreign_active.fetch_sub(1, std::memory_order_release);
+}
+
+void end_implicit_task(thread_state& st) { finish_scope(st.implicit); }
+
+// ---- Task reductions ---------------------------------------------------------------
+
+namespace {
+
+// The words of gcc's registration array.
+enum : std::size_t { kCount = 0, kSize = 1, kBase = 2, kAllocator = 3, kNext = 4, kHead = 5, kEnd = 6, kEntries = 7 };
+
+taskgroup* innermost_group(thread_state& st) {
+  return st.task->open_group != nullptr ? st.task->open_group : st.task->group;
+}
+
+// Gives every block of the chain that starts at data its per-thread copies
+// (or orig's, for a worksharing construct's later threads) and links the
+// chain's end to `old`, the enclosing registration.
+void register_chain(std::uintptr_t* data, std::uintptr_t* old, std::uintptr_t* orig, unsigned nthreads) {
+  std::uintptr_t* d = data;
+  for (;;) {
+    if (orig != nullptr) {
+      d[kBase] = orig[kBase];
+      d[kEnd] = orig[kEnd];
+      orig = reinterpret_cast<std::uintptr_t*>(orig[kNext]);
+    } else {
+      const std::size_t align = std::max<std::size_t>(d[kBase], alignof(std::max_align_t));
+      const std::size_t bytes = (d[kSize] * nthreads + align - 1) / align * align;
+      void* p = std::aligned_alloc(align, std::max<std::size_t>(bytes, align));
+      if (p == nullptr) throw std::bad_alloc();
+      std::memset(p, 0, bytes);
+      d[kBase] = reinterpret_cast<std::uintptr_t>(p);
+      d[kEnd] = d[kBase] + d[kSize] * nthreads;
+    }
+    d[kHead] = 0;
+    if (d[kNext] == 0) {
+      d[kNext] = reinterpret_cast<std::uintptr_t>(old);
+      break;
+    }
+    d = reinterpret_cast<std::uintptr_t*>(d[kNext]);
+  }
+  // The chain's first block is marked, so that unregister stops at the
+  // enclosing registration.
+  data[kHead] = 1;
+}
+
+// The thread's index among the team's copies.
+unsigned copy_index(const thread_state& st) {
+  if (st.foreign) unsupported("GOMP_task_reduction_remap (a task with in_reduction run outside its team)");
+  return st.id;
+}
+
+}  // namespace
+
+void taskgroup_reduction_register(std::uintptr_t* data) {
+  thread_state& st = current();
+  if (st.task->open_group == nullptr) taskgroup_start();
+  taskgroup* g = st.task->open_group;
+  register_chain(data, g->reductions, nullptr, st.tm != nullptr ? st.tm->n : 1);
+  g->reductions = data;
+}
+
+void taskgroup_reduction_unregister(std::uintptr_t* data) {
+  std::uintptr_t* d = data;
+  do {
+    std::free(reinterpret_cast<void*>(d[kBase]));
+    d = reinterpret_cast<std::uintptr_t*>(d[kNext]);
+  } while (d != nullptr && d[kHead] == 0);
+}
+
+void task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
+  thread_state& st = current();
+  const unsigned id = copy_index(st);
+  taskgroup* g = innermost_group(st);
+  std::uintptr_t* data = g != nullptr ? g->reductions : nullptr;
+  for (std::size_t i = 0; i < cnt; ++i) {
+    const auto p = reinterpret_cast<std::uintptr_t>(ptrs[i]);
+    bool found = false;
+    // An original variable's address: its entry, in any block of the chain.
+    for (std::uintptr_t* d = data; d != nullptr && !found; d = reinterpret_cast<std::uintptr_t*>(d[kNext])) {
+      for (std::size_t j = 0; j < d[kCount]; ++j) {
+        if (d[kEntries + 3 * j] == p) {
+          ptrs[i] = reinterpret_cast<void*>(d[kBase] + id * d[kSize] + d[kEntries + 3 * j + 1]);
+          if (i < cntorig) ptrs[cnt + i] = reinterpret_cast<void*>(p);
+          found = true;
+          break;
+        }
+      }
+    }
+    if (found) continue;
+    // Else an address inside some thread's copy: the same offset in ours.
+    for (std::uintptr_t* d = data; d != nullptr; d = reinterpret_cast<std::uintptr_t*>(d[kNext])) {
+      if (p < d[kBase] || p >= d[kEnd]) continue;
+      const std::uintptr_t off = (p - d[kBase]) % d[kSize];
+      ptrs[i] = reinterpret_cast<void*>(d[kBase] + id * d[kSize] + off);
+      if (i < cntorig) {
+        for (std::size_t j = 0; j < d[kCount]; ++j) {
+          if (d[kEntries + 3 * j + 1] == off) ptrs[cnt + i] = reinterpret_cast<void*>(d[kEntries + 3 * j]);
+        }
+      }
+      found = true;
+      break;
+    }
+    if (!found) {
+      std::fprintf(stderr, "mote: no task_reduction or reduction with the task modifier matches %p\n", ptrs[i]);
+      std::abort();
+    }
+  }
+}
+
+void workshare_taskgroup_start() { taskgroup_start(); }
+
+void workshare_reduction_register(std::uintptr_t* data, std::uintptr_t* orig) {
+  thread_state& st = current();
+  taskgroup* g = st.task->open_group;
+  register_chain(data, g->reductions, orig, st.tm != nullptr ? st.tm->n : 1);
+  g->reductions = data;
+}
+
+void workshare_task_reduction_unregister(bool cancelled) {
+  thread_state& st = current();
+  taskgroup* g = st.task->open_group;
+  std::uintptr_t* data = g->reductions;
+  taskgroup_end();
+  // Thread 0 frees the copies, after every thread has combined (the barrier).
+  if (!cancelled) (void)barrier();
+  if (st.id == 0) taskgroup_reduction_unregister(data);
+}
+
+unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) {
+  struct context {
+    void (*fn)(void*);
+    void* data;
+    std::uintptr_t* rdata;
+    taskgroup group;  // the implicit tasks' group: remap finds the copies there
+    unsigned size;
+  } ctx{fn, data, *static_cast<std::uintptr_t**>(data), {}, 1};
+  ctx.group.reductions = ctx.rdata;
+  // Registered for the team's real size, known once it has started: by its
+  // thread 0, before a barrier that every thread passes before its body.
+  auto trampoline = [](void* p) {
+    auto& c = *static_cast<context*>(p);
+    thread_state& st = current();
+    if (st.id == 0) {
+      c.size = st.tm != nullptr ? st.tm->n : 1;
+      register_chain(c.rdata, nullptr, nullptr, c.size);
+    }
+    st.implicit.group = &c.group;
+    (void)barrier();
+    c.fn(c.data);
+  };
+  parallel(trampoline, &ctx, nthreads, flags);
+  return ctx.size;
+}
+
+template <class T>
+void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
+              unsigned flags, unsigned long num_tasks, int priority, T start, T end, T step) {
+  // The number of iterations, for either sign of step (ull: the `up` flag).
+  unsigned long long iters;
+  if constexpr (std::is_signed_v<T>) {
+    if (step > 0) {
+      iters = start < end ? static_cast<unsigned long long>((end - start + step - 1) / step) : 0;
+    } else {
+      iters = start > end ? static_cast<unsigned long long>((start - end - step - 1) / -step) : 0;
+    }
+  } else {
+    if ((flags & kFlagUp) != 0) {
+      iters = start < end ? (end - start + step - 1) / step : 0;
+    } else {
+      iters = start > end ? (start - end - step - 1) / -step : 0;
+    }
+  }
+  struct head {  // gcc's data starts {start, end, registration array}
+    T start, end;
+    std::uintptr_t* ptr;
+  };
+  if (iters == 0) {
+    // Nothing to run: as GNU does, word 2 of the registration array (its
+    // copies' base) tells gcc's code that nothing was registered.
+    if ((flags & (kFlagNogroup | kFlagReduction)) == kFlagReduction) static_cast<head*>(data)->ptr[2] = 0;
+    return;
+  }
+  const bool group = (flags & kFlagNogroup) == 0;
+  if (group) {
+    taskgroup_start();
+    if ((flags & kFlagReduction) != 0) {
+      taskgroup_reduction_register(static_cast<head*>(data)->ptr);
+    }
+  }
+  if (iters > 0) {
+    unsigned long long ntasks;
+    if ((flags & kFlagGrainsize) != 0) {
+      const unsigned long long grain = std::max<unsigned long>(num_tasks, 1);
+      ntasks = std::max<unsigned long long>(iters / grain, 1);
+    } else if (num_tasks != 0) {
+      ntasks = std::min<unsigned long long>(num_tasks, iters);
+    } else {
+      ntasks = std::min<unsigned long long>(iters, static_cast<unsigned long long>(num_threads()));
+    }
+    const unsigned long long base = iters / ntasks, extra = iters % ntasks;
+    T s = start;
+    // Each task's copy of data, with [s, e) in its first two words: made
+    // here through cpyfn (or a byte copy), then handed to task() as the
+    // source of a plain byte copy.
+    const std::size_t size = static_cast<std::size_t>(std::max(arg_size, 0L));
+    const std::size_t align = static_cast<std::size_t>(std::max(arg_align, 1L));
+    void* scratch = ::operator new(std::max<std::size_t>(size, 2 * sizeof(T)), std::align_val_t{std::max(align, alignof(T))});
+    for (unsigned long long k = 0; k < ntasks; ++k) {
+      const unsigned long long count = base + (k < extra ? 1 : 0);
+      const T e = static_cast<T>(s + static_cast<T>(count) * step);
+      if (cpyfn != nullptr) {
+        cpyfn(scratch, data);
+      } else {
+        std::memcpy(scratch, data, size);
+      }
+      static_cast<T*>(scratch)[0] = s;
+      static_cast<T*>(scratch)[1] = e;
+      const task_args a{fn,        scratch, nullptr,  arg_size, arg_align, (flags & kFlagIf) != 0,
+                        flags & (kFlagFinal | kFlagPriority | kFlagUntied), nullptr, priority, nullptr};
+      task(a);
+      s = e;
+    }
+    ::operator delete(scratch, std::align_val_t{std::max(align, alignof(T))});
+  }
+  if (group) taskgroup_end();
+}
+
+template void taskloop<long>(void (*)(void*), void*, void (*)(void*, void*), long, long, unsigned, unsigned long,
+                             int, long, long, long);
+template void taskloop<unsigned long long>(void (*)(void*), void*, void (*)(void*, void*), long, long, unsigned,
+                                           unsigned long, int, unsigned long long, unsigned long long,
+                                           unsigned long long);
+
+}  // namespace mote::omp

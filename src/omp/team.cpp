@@ -1,0 +1,419 @@
+// OpenMP teams on mote's workers: the OpenMP runtime, regions, the barrier
+// and the queries. team.hpp has the shape; docs/openmp.md the mapping.
+#include "omp/team.hpp"
+
+#include <emmintrin.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/extension.hpp"
+#include "core/runtime_impl.hpp"
+#include "mote/runtime.hpp"
+#include "omp/tasks.hpp"
+
+namespace mote::omp {
+
+using detail::runtime_impl;
+using detail::worker;
+
+namespace {
+
+// Per worker of every runtime (its extension slot): the mailbox through
+// which a region reaches it. Only the OpenMP runtime's are ever written.
+struct alignas(cache_line) seat {
+  // The team this worker is to join, or nullptr. Stored (seq_cst) by the
+  // region's thread 0 after `id`, then the worker is woken (wake_idle): the
+  // Dekker pair with the worker's last look before it parks (seat_visible).
+  // Taken by the worker with an acquire load, which orders `id` and the team.
+  std::atomic<team*> mailbox{nullptr};
+  unsigned id = 0;
+  bool busy = false;  // in a team, or reserved for one (under omp_state::mutex)
+};
+
+struct omp_state {
+  std::mutex mutex;       // the runtime's creation and growth; reservations
+  std::mutex outermost;   // one outermost region at a time (the caller seat)
+  std::unique_ptr<mote::runtime> rt;
+  runtime_impl* impl = nullptr;
+};
+
+omp_state& state() {
+  // Never destroyed: a worker may still be parked in it while static
+  // objects are destroyed at exit (the process ends them).
+  static omp_state* s = new omp_state;
+  return *s;
+}
+
+seat& seat_of(worker& w) noexcept { return *static_cast<seat*>(w.slot(kOmpSlot)); }
+
+constinit thread_local thread_state* tls_state = nullptr;
+
+thread_state& initial_state() {
+  // A thread in no region: level 0, its initial task, no team.
+  static thread_local std::unique_ptr<thread_state> mine;
+  if (!mine) {
+    mine = std::make_unique<thread_state>();
+    mine->task = &mine->implicit;
+  }
+  return *mine;
+}
+
+std::int64_t spin_ns_for_omp() {
+  // OMP_WAIT_POLICY / GOMP_SPINCOUNT choose how long an idle OpenMP thread
+  // spins before it sleeps, when MOTE_SPIN_US does not (explicit > MOTE_* >
+  // OMP_*). passive: sleep at once; active: spin 10 ms (idle threads still
+  // sleep after that: an idle program uses no CPU); GOMP_SPINCOUNT=n: n ns.
+  const global_icvs& g = globals();
+  if (g.spincount_set) return static_cast<std::int64_t>(std::min<unsigned long long>(g.spincount, 10'000'000'000ull));
+  if (g.wait_policy == 0) return 0;
+  if (g.wait_policy == 1) return 10'000'000;
+  return -1;  // mote's default
+}
+
+// Under omp_state::mutex, with no region running (the outermost lock held):
+// a runtime of at least `want` workers (worker 0 is the caller seat).
+runtime_impl& ensure_runtime(omp_state& s, unsigned want) {
+  if (s.impl != nullptr && s.impl->num_workers() >= want && !s.impl->orphaned()) return *s.impl;
+  if (s.rt != nullptr && s.impl->orphaned()) {
+    (void)s.rt.release();  // a child after fork(): its workers live in the parent
+  }
+  s.rt.reset();
+  s.impl = nullptr;
+  runtime_options o;
+  o.caller_seat = true;
+  if (std::getenv("MOTE_NUM_THREADS") == nullptr) o.num_workers = want;
+  if (std::getenv("MOTE_SPIN_US") == nullptr) {
+    const std::int64_t ns = spin_ns_for_omp();
+    if (ns >= 0) o.spin = std::chrono::microseconds(ns / 1000);
+  }
+  s.rt = std::make_unique<mote::runtime>(o);
+  s.impl = &detail::runtime_access::impl(*s.rt);
+  return *s.impl;
+}
+
+// The runtime's workers the calling thread may use for a team of n: thread 0
+// is `self`; up to n - 1 others that are in no team are reserved.
+void reserve(runtime_impl& rt, worker* self, unsigned n, std::vector<unsigned>& out) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  const unsigned w = rt.num_workers();
+  // Start after the caller, round the ring: nested teams of different
+  // threads take different workers first.
+  const unsigned start = self->index() + 1;
+  for (unsigned k = 0; k < w && out.size() + 1 < n; ++k) {
+    const unsigned i = (start + k) % w;
+    if (i == self->index()) continue;
+    seat& s = seat_of(rt.worker_at(i));
+    if (s.busy) continue;
+    if (i == 0 && rt.has_seat()) continue;  // the seat has no thread unless occupied (then it is busy)
+    s.busy = true;
+    out.push_back(i);
+  }
+}
+
+void release(runtime_impl& rt, const std::vector<unsigned>& members) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  for (unsigned i : members) seat_of(rt.worker_at(i)).busy = false;
+}
+
+// The ICVs a team's threads start with: the encountering task's, one level
+// further down the OMP_NUM_THREADS and OMP_PROC_BIND lists.
+task_icvs team_icvs(const task_icvs& enc) {
+  task_icvs t = enc;
+  if (t.nthreads_rest_len > 0) {
+    t.nthreads = t.nthreads_rest[0];
+    ++t.nthreads_rest;
+    --t.nthreads_rest_len;
+  }
+  if (t.bind_rest_len > 0) {
+    t.bind = t.bind_rest[0];
+    ++t.bind_rest;
+    --t.bind_rest_len;
+  }
+  return t;
+}
+
+void end_of_region(team& tm, thread_state& st) {
+  team_barrier(tm, st);
+  end_implicit_task(st);
+}
+
+void run_member(worker& w, team& tm, unsigned id) {
+  thread_state* const saved = tls_state;
+  task_icvs& icv = thread_icvs();
+  const task_icvs saved_icv = icv;
+  thread_state& st = tm.threads[id];
+  st.prev = saved;
+  tls_state = &st;
+  icv = tm.icvs;
+  tm.fn(tm.data);
+  end_of_region(tm, st);
+  tls_state = saved;
+  icv = saved_icv;
+  (void)w;
+  // The member's last access to the team: release, so that thread 0's
+  // acquire load that counts it orders everything the member did (its end
+  // barrier included) before the team is freed.
+  tm.left.fetch_add(1, std::memory_order_release);
+}
+
+// ---- The model's hooks ----------------------------------------------------------
+
+void* make_seat(worker&, void*) { return new seat; }
+void free_seat(void* p) noexcept { delete static_cast<seat*>(p); }
+
+bool seat_help(worker& w) noexcept {
+  seat& s = seat_of(w);
+  // Relaxed first: the common case (no region for this worker) stays a load
+  // of a line nobody writes. The acquire below orders `id` and the team.
+  if (MOTE_LIKELY(s.mailbox.load(std::memory_order_relaxed) == nullptr)) return false;
+  team* tm = s.mailbox.load(std::memory_order_acquire);
+  s.mailbox.store(nullptr, std::memory_order_relaxed);
+  run_member(w, *tm, s.id);
+  return true;
+}
+
+bool seat_visible(worker& w) noexcept {
+  // The last look before parking: seq_cst, against thread 0's seq_cst
+  // store of the mailbox, which it follows with wake_idle().
+  return seat_of(w).mailbox.load(std::memory_order_seq_cst) != nullptr;
+}
+
+}  // namespace
+
+team::team(unsigned size, std::int64_t spin_ns)
+    : n(size),
+      level(0),
+      active_level(0),
+      threads(new thread_state[size]),
+      barrier(size, std::chrono::nanoseconds(spin_ns < 0 ? 100000 : spin_ns)),
+      ws(size) {}
+
+team::~team() = default;
+
+thread_state& current() noexcept {
+  thread_state* s = tls_state;
+  if (MOTE_LIKELY(s != nullptr)) return *s;
+  thread_state& init = initial_state();
+  tls_state = &init;
+  return init;
+}
+
+void set_current(thread_state* st) noexcept { tls_state = st; }
+
+thread_state* state_in(team* tm) noexcept {
+  for (thread_state* s = &current(); s != nullptr; s = s->prev) {
+    if (s->tm == tm) return s;
+  }
+  return nullptr;
+}
+
+runtime_impl& runtime() {
+  omp_state& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.impl != nullptr) return *s.impl;
+  return ensure_runtime(s, std::max(1u, globals().initial.nthreads));
+}
+
+bool team_tasks_done(const team& tm) noexcept {
+  // Completions first, then spawns (acquire each): a task's children are
+  // counted as spawned before the task is counted complete (program order
+  // on its thread, published by the release store of its completion), so a
+  // sum of spawns read after the completions includes every task whose
+  // parent's completion was read. Equal sums: nothing is pending, and no
+  // thread of the team is left to spawn (they have all arrived).
+  std::uint64_t done = tm.foreign_completed.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < tm.n; ++i) done += tm.threads[i].completed.load(std::memory_order_acquire);
+  std::uint64_t made = tm.foreign_spawned.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < tm.n; ++i) made += tm.threads[i].spawned.load(std::memory_order_acquire);
+  return made == done;
+}
+
+void team_barrier(team& tm, thread_state& st) {
+  worker* self = st.self;
+  if (self == nullptr) {
+    // A team of one on a thread that is no worker: its tasks ran as they
+    // were made (tasks.cpp), so there is nothing to wait for.
+    return;
+  }
+  runtime_impl& rt = self->runtime();
+  tm.barrier.wait(
+      st.id, [&rt, self] { return rt.help_once(*self); }, [&tm] { return team_tasks_done(tm); });
+}
+
+bool barrier() {
+  thread_state& st = current();
+  if (st.tm == nullptr) return false;
+  team_barrier(*st.tm, st);
+  return st.tm->cancelled.load(std::memory_order_relaxed);
+}
+
+bool help_once() noexcept {
+  worker* w = detail::current_worker;
+  return w != nullptr && w->runtime().help_once(*w);
+}
+
+void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) {
+  (void)flags;  // proc_bind: the workers are placed when the runtime starts
+  thread_state& cur = current();
+  task_icvs& icv = thread_icvs();
+  unsigned n = nthreads != 0 ? nthreads : icv.nthreads;
+  if (cur.active_level >= icv.max_active_levels) n = 1;
+  n = std::max(1u, std::min(n, icv.thread_limit));
+
+  omp_state& s = state();
+  worker* self = detail::current_worker;
+  const bool on_omp = self != nullptr && s.impl != nullptr && &self->runtime() == s.impl;
+  std::unique_lock<std::mutex> outermost;
+  worker* previous = nullptr;
+  runtime_impl* rt = nullptr;
+  bool seated = false;
+  if (on_omp) {
+    rt = s.impl;
+  } else if (n > 1) {
+    outermost = std::unique_lock<std::mutex>(s.outermost);
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      // Nested regions take workers no outer team holds: room for a second
+      // level when nesting is on.
+      unsigned want = n;
+      if (icv.max_active_levels > 1) {
+        const unsigned inner = icv.nthreads_rest_len > 0 ? icv.nthreads_rest[0] : n;
+        want = std::min(256u, n * std::max(1u, inner));
+      }
+      rt = &ensure_runtime(s, want);
+    }
+    previous = rt->enter_seat();
+    seated = true;
+    self = &rt->worker_at(0);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    seat_of(*self).busy = true;
+  } else {
+    self = nullptr;  // a team of one on a thread that is no OpenMP worker
+  }
+
+  std::vector<unsigned> members;
+  if (rt != nullptr && n > 1) reserve(*rt, self, n, members);
+  n = 1 + static_cast<unsigned>(members.size());
+
+  team tm(n, rt != nullptr ? rt->spin_ns() : -1);
+  tm.level = cur.level + 1;
+  tm.active_level = cur.active_level + (n > 1 ? 1 : 0);
+  tm.fn = fn;
+  tm.data = data;
+  tm.rt = rt;
+  tm.icvs = team_icvs(icv);
+  tm.workers.resize(n);
+  tm.workers[0] = self;
+  for (unsigned i = 1; i < n; ++i) tm.workers[i] = &rt->worker_at(members[i - 1]);
+  for (unsigned i = 0; i < n; ++i) {
+    thread_state& st = tm.threads[i];
+    st.tm = &tm;
+    st.id = i;
+    st.level = tm.level;
+    st.active_level = tm.active_level;
+    st.outer = &cur;
+    st.self = tm.workers[i];
+    st.task = &st.implicit;
+    st.implicit.tm = &tm;
+  }
+  // Hand the region to the members: id, then the mailbox (seq_cst: see seat),
+  // then wake the worker if it sleeps or is about to.
+  for (unsigned i = 1; i < n; ++i) {
+    seat& m = seat_of(*tm.workers[i]);
+    m.id = i;
+    m.mailbox.store(&tm, std::memory_order_seq_cst);
+    rt->wake_idle(*tm.workers[i]);
+  }
+
+  // Thread 0.
+  thread_state& st = tm.threads[0];
+  st.prev = &cur;
+  tls_state = &st;
+  const task_icvs saved_icv = icv;
+  icv = tm.icvs;
+  fn(data);
+  end_of_region(tm, st);
+  icv = saved_icv;
+  tls_state = &cur;
+
+  // Every member's last access (the acquire pairs with its release), and
+  // every outside thread's (a stolen task's end, an event's fulfilment).
+  for (int spins = 0; tm.left.load(std::memory_order_acquire) != n - 1 ||
+                      tm.foreign_active.load(std::memory_order_acquire) != 0;
+       ++spins) {
+    if (spins < 1000) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  if (rt != nullptr && !members.empty()) release(*rt, members);
+  if (seated) {
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      seat_of(*self).busy = false;
+    }
+    rt->leave_seat(previous);
+  }
+}
+
+void unsupported(const char* name) noexcept {
+  std::fprintf(stderr, "mote: libgomp entry point %s is not implemented\n", name);
+  std::fflush(stderr);
+  std::abort();
+}
+
+// ---- Queries ----------------------------------------------------------------------
+
+int thread_num() noexcept { return static_cast<int>(current().id); }
+int num_threads() noexcept {
+  const thread_state& s = current();
+  return s.tm != nullptr ? static_cast<int>(s.tm->n) : 1;
+}
+int level() noexcept { return static_cast<int>(current().level); }
+int active_level() noexcept { return static_cast<int>(current().active_level); }
+bool in_parallel() noexcept { return current().active_level > 0; }
+
+namespace {
+const thread_state* ancestor(int lvl) noexcept {
+  const thread_state* s = &current();
+  if (lvl < 0 || lvl > static_cast<int>(s->level)) return nullptr;
+  while (s != nullptr && static_cast<int>(s->level) > lvl) s = s->outer;
+  return s;
+}
+}  // namespace
+
+int ancestor_thread_num(int lvl) noexcept {
+  const thread_state* s = ancestor(lvl);
+  return s == nullptr ? -1 : static_cast<int>(s->id);
+}
+int team_size(int lvl) noexcept {
+  const thread_state* s = ancestor(lvl);
+  if (s == nullptr) return -1;
+  return s->tm != nullptr ? static_cast<int>(s->tm->n) : 1;
+}
+
+}  // namespace mote::omp
+
+namespace mote::detail {
+extern const model_hooks omp_model;
+const model_hooks omp_model = {
+    .name = "omp",
+    .slot = mote::omp::kOmpSlot,
+    .make_runtime = nullptr,
+    .free_runtime = nullptr,
+    .make_worker = mote::omp::make_seat,
+    .free_worker = mote::omp::free_seat,
+    .thread_begin = nullptr,
+    .thread_end = nullptr,
+    .help = mote::omp::seat_help,
+    .visible = mote::omp::seat_visible,
+};
+}  // namespace mote::detail
