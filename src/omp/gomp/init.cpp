@@ -1,0 +1,10 @@
+// libgomp.so.1's start-up: the environment is read, and its messages and
+// OMP_DISPLAY_ENV's output written, when the library is loaded, before the
+// program's main, as GNU's library does (scripts read them there).
+#include "omp/icv.hpp"
+
+namespace {
+
+__attribute__((constructor)) void load_libgomp() { mote::omp::initialize(); }
+
+}  // namespace
