@@ -97,7 +97,6 @@ std::string name_of(schedule_request s) {
 }
 
 // ---- A loop case: bounds, its iterations counted serially, a counter each ----------
-
 struct loop_case {
   loop_bounds b;
   std::uint64_t count = 0;  // iterations, from a serial count in 128-bit arithmetic
@@ -369,9 +368,9 @@ TEST(OmpLoop, SharedMemoryIsZeroedAndShared) {
                         &mem);
         auto* words = static_cast<long*>(mem);
         if (words[id] != 0) bad.fetch_add(1);
-        omp::ws_barrier();
+        omp::barrier();
         words[id] = static_cast<long>(round * 100 + id + 1);
-        omp::ws_barrier();
+        omp::barrier();
         for (unsigned t = 0; t < size; ++t) {
           if (words[t] != static_cast<long>(round * 100 + t + 1)) bad.fetch_add(1);
         }
@@ -382,8 +381,7 @@ TEST(OmpLoop, SharedMemoryIsZeroedAndShared) {
   }
 }
 
-// ---- Ordered --------------------------------------------------------------------------------
-
+// ---- Ordered -----------------------------------------------------------------------
 TEST(OmpOrdered, RegionsRunInIterationOrder) {
   hang_guard guard("ordered");
   const long count = scaled(240, 2);
@@ -425,8 +423,7 @@ TEST(OmpOrdered, RegionsRunInIterationOrder) {
   }
 }
 
-// ---- Single, copyprivate, the ring ------------------------------------------------------------
-
+// ---- Single, copyprivate, the ring -------------------------------------------------
 // 100 nowait single constructs, then 100 nowait loops between singles: the
 // ring of kWsRing slots wraps many times while threads run ahead of each
 // other (the jitter), and each construct still runs once.
@@ -478,7 +475,7 @@ TEST(OmpSingle, CopyPrivateHandsTheWinnersData) {
           mine = *static_cast<long*>(data);
         }
         got[id][r] = mine;
-        omp::ws_barrier();  // gcc's barrier after the copy: the winner's variable lives until here
+        omp::barrier();  // gcc's barrier after the copy: the winner's variable lives until here
       }
     });
     for (unsigned r = 0; r < kRounds; ++r) {
@@ -489,9 +486,7 @@ TEST(OmpSingle, CopyPrivateHandsTheWinnersData) {
   }
 }
 
-// ---- Sections
-// ------------------------------------------------------------------------------------
-
+// ---- Sections ----------------------------------------------------------------------
 TEST(OmpSections, EachSectionOnce) {
   hang_guard guard("sections");
   for (unsigned n = 1; n <= kMaxThreads; ++n) {
@@ -541,8 +536,7 @@ TEST(OmpSections, ParallelSectionsStartWithTheConstructEntered) {
   }
 }
 
-// ---- Doacross ----------------------------------------------------------------------------------
-
+// ---- Doacross ----------------------------------------------------------------------
 // a[i][j] = f(a[i-1][j], a[i][j-1]): the outer loop worksharing, the inner
 // one ordered, depend(sink: i-1, j) depend(sink: i, j-1), depend(source).
 TEST(OmpDoacross, WavefrontEqualsSerial) {
@@ -648,9 +642,7 @@ TEST(OmpDoacross, ChainEqualsSerial) {
   }
 }
 
-// ---- Critical sections
-// ---------------------------------------------------------------------------
-
+// ---- Critical sections -------------------------------------------------------------
 TEST(OmpCritical, CountersStayExactUnderContention) {
   hang_guard guard("critical");
   const long rounds = scaled(5000, 5);
@@ -684,9 +676,7 @@ TEST(OmpCritical, CountersStayExactUnderContention) {
   EXPECT_NE(name_a, name_b);  // one lock per name
 }
 
-// ---- Cancellation
-// ----------------------------------------------------------------------------------
-
+// ---- Cancellation ------------------------------------------------------------------
 // Every thread takes its first chunk, then thread 0 cancels the loop while
 // the others wait for it: after that nobody gets another chunk, and the end
 // reports no cancelled region.
@@ -724,9 +714,7 @@ TEST(OmpCancel, ACancelledLoopHandsOutNothingMore) {
   }
 }
 
-// ---- Outside any parallel region
-// -------------------------------------------------------------------
-
+// ---- Outside any parallel region ---------------------------------------------------
 TEST(OmpOrphaned, ConstructsRunAloneOutsideRegions) {
   hang_guard guard("orphaned constructs");
   loop_case c(loop_bounds::of_long(-10, 300, 7));

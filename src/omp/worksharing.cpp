@@ -13,6 +13,7 @@
 #include "core/runtime_impl.hpp"
 #include "mote/sync/ticket_lock.hpp"
 #include "omp/icv.hpp"
+#include "omp/tasks.hpp"
 #include "omp/team.hpp"
 #include "wait/event_count.hpp"
 #include "wait/idle.hpp"
@@ -72,6 +73,13 @@ bool region_cancelled(const here& h) noexcept {
   return h.tm != nullptr && MOTE_UNLIKELY(h.tm->cancelled.load(std::memory_order_relaxed));
 }
 
+// The region, or the construct the thread is in (GOMP_cancel(LOOP)).
+bool claims_cancelled(const here& h) noexcept {
+  // Relaxed: as region_cancelled.
+  return h.tm != nullptr && MOTE_UNLIKELY(h.tm->ws_cancelled.load(std::memory_order_relaxed) ||
+                                          h.tm->cancelled.load(std::memory_order_relaxed));
+}
+
 std::int64_t spin_ns(const here& h) noexcept {
   if (h.tm != nullptr && h.tm->rt != nullptr && h.tm->rt->spin_ns() >= 0)
     return h.tm->rt->spin_ns();
@@ -105,8 +113,7 @@ void wait_until(const here& h, detail::event_count& ec, Done&& done) {
   }
 }
 
-// ---- The ring ------------------------------------------------------------------------
-
+// ---- The ring ----------------------------------------------------------------------
 // Enters the calling thread's next construct: the first thread to arrive
 // describes it (describe(slot)) and gets *first = true. Returns nullptr only
 // when the region was cancelled while the thread waited for the slot.
@@ -133,7 +140,10 @@ ws_construct* enter(const here& h, Describe&& describe, bool* first) {
         describe(w);
         // Relaxed: published by the release store of `ready` below.
         w.remaining.store(h.ws.n, std::memory_order_relaxed);
-        w.cancelled.store(false, std::memory_order_relaxed);
+        // Relaxed: a construct that could be cancelled ends with a barrier
+        // (OpenMP allows no nowait on it), which ordered its cancel before
+        // this; the joiners read the flag after the release below.
+        if (h.tm != nullptr) h.tm->ws_cancelled.store(false, std::memory_order_relaxed);
         // Release: the description happens before any joiner's use of it.
         w.state.store(ready, std::memory_order_release);
         h.ws.ring_waits.notify_all();
@@ -174,8 +184,7 @@ void leave(const here& h) {
   h.ws.ring_waits.notify_all();
 }
 
-// ---- Describing a loop -----------------------------------------------------------------
-
+// ---- Describing a loop -------------------------------------------------------------
 // The number of iterations of b (0 for an empty loop).
 std::uint64_t iterations(const loop_bounds& b) noexcept {
   if (b.incr == 0) return 0;
@@ -366,8 +375,7 @@ void describe_doacross(ws_construct& w, unsigned n, unsigned dims, const std::ui
   w.dims = dims;
 }
 
-// ---- Handing out chunks ------------------------------------------------------------------
-
+// ---- Handing out chunks ------------------------------------------------------------
 // Claims up to `chunk` units from [*counter, end) with a CAS loop.
 bool claim_cas(std::atomic<std::uint64_t>& counter, std::uint64_t end, std::uint64_t chunk,
                std::uint64_t* lo, std::uint64_t* hi) noexcept {
@@ -437,9 +445,7 @@ bool claim_guided(ws_construct& w, std::uint64_t* lo, std::uint64_t* hi) noexcep
 // release and acquire) and its end (the barrier), ordered regions by
 // ordered_next, doacross waits by the posted words.
 bool claim(const here& h, ws_construct& w, std::uint64_t* lo, std::uint64_t* hi) noexcept {
-  // Relaxed: a hint; a chunk handed out just after GOMP_cancel runs.
-  if (MOTE_UNLIKELY(w.cancelled.load(std::memory_order_relaxed)) || region_cancelled(h))
-    return false;
+  if (claims_cancelled(h)) return false;
   switch (w.sched) {
     case ws_sched::static_block:
       if (h.me.trip != 0) return false;
@@ -471,7 +477,7 @@ bool claim(const here& h, ws_construct& w, std::uint64_t* lo, std::uint64_t* hi)
   return false;
 }
 
-// ---- Ordered -------------------------------------------------------------------------------
+// ---- Ordered -----------------------------------------------------------------------
 // A chunk's turn comes when ordered_next reaches its first iteration; it
 // passes to the next chunk when the thread is done with it (when it asks for
 // another, or leaves), turn or not: chunks go out in iteration order, so the
@@ -495,8 +501,7 @@ void pass_turn(const here& h, ws_construct& w) {
   w.waits.notify_all();
 }
 
-// ---- Doacross ------------------------------------------------------------------------------
-
+// ---- Doacross ----------------------------------------------------------------------
 // The word of the block that runs iteration i of the outermost loop.
 std::atomic<std::uint64_t>& posted_word(const ws_construct& w, std::uint64_t i) noexcept {
   std::uint64_t block = 0;
@@ -525,8 +530,7 @@ std::uint64_t doacross_mark(const ws_construct& w, const std::uint64_t* v) noexc
   return linear + 1;
 }
 
-// ---- Regions that start with a construct described -------------------------------------------
-
+// ---- Regions that start with a construct described ---------------------------------
 struct loop_region {
   void (*fn)(void*);
   void* data;
@@ -571,6 +575,35 @@ void start_claims(const here& h) noexcept {
   h.me.has_turn = false;
 }
 
+// Enters a loop or sections construct (describe(slot) in its first thread),
+// with its task reductions and its shared memory (see loop_start). nullptr
+// when the region was cancelled while the thread waited for the slot.
+template <class Describe>
+ws_construct* enter_loop(const here& h, Describe&& describe, void** mem,
+                         std::uintptr_t* reductions) {
+  // The construct's taskgroup opens on every thread; the first registers the
+  // reductions (its copies), before the others may join and share them.
+  if (reductions != nullptr) workshare_taskgroup_start();
+  bool first = false;
+  ws_construct* w = enter(
+      h,
+      [&](ws_construct& slot) {
+        describe(slot);
+        slot.task_reductions = reductions;
+        if (reductions != nullptr) workshare_reduction_register(reductions, nullptr);
+      },
+      &first);
+  if (reductions != nullptr && !first) {
+    // A cancelled region's thread without the construct registers alone, so
+    // that the unregistration after the loop finds its copies.
+    workshare_reduction_register(reductions, w != nullptr ? w->task_reductions : nullptr);
+  }
+  if (w == nullptr) return nullptr;
+  start_claims(h);
+  if (mem != nullptr) *mem = w->mem;
+  return w;
+}
+
 // Done with the construct's chunks: the ordered turn moves on, the thread leaves.
 void finish(const here& h) {
   ws_construct* w = h.me.cur;
@@ -597,42 +630,36 @@ ws_team_state::ws_team_state(unsigned threads) : n(threads == 0 ? 1 : threads) {
     ring[i].state.store(slot_state(i, kWsFree), std::memory_order_relaxed);
 }
 
-// ---- Loops ---------------------------------------------------------------------------------
-
+// ---- Loops -------------------------------------------------------------------------
 bool loop_start(const loop_bounds& b, schedule_request s, loop_flavour f, std::uint64_t* istart,
-                std::uint64_t* iend, void** mem) {
+                std::uint64_t* iend, void** mem, std::uintptr_t* reductions) {
   const here h = locate();
-  bool first = false;
-  ws_construct* w = enter(
+  ws_construct* w = enter_loop(
       h,
       [&](ws_construct& slot) {
         const plan p = resolve(s, f != loop_flavour::plain, h.ws.n, iterations(b));
         describe_loop(slot, h.ws.n, b, p, f == loop_flavour::ordered, mem);
       },
-      &first);
+      mem, reductions);
   if (w == nullptr) return false;
-  start_claims(h);
-  if (mem != nullptr) *mem = w->mem;
   if (istart == nullptr) return true;
   return hand_out(h, *w, istart, iend);
 }
 
 bool loop_doacross_start(unsigned dims, const std::uint64_t* counts, schedule_request s,
-                         std::uint64_t* istart, std::uint64_t* iend, void** mem) {
+                         std::uint64_t* istart, std::uint64_t* iend, void** mem,
+                         std::uintptr_t* reductions) {
   const here h = locate();
-  bool first = false;
   const loop_bounds b = loop_bounds::of_ull(true, 0, dims > 0 ? counts[0] : 0, 1);
-  ws_construct* w = enter(
+  ws_construct* w = enter_loop(
       h,
       [&](ws_construct& slot) {
         const plan p = resolve(s, true, h.ws.n, iterations(b));
         describe_loop(slot, h.ws.n, b, p, false, mem);
         describe_doacross(slot, h.ws.n, dims, counts);
       },
-      &first);
+      mem, reductions);
   if (w == nullptr) return false;
-  start_claims(h);
-  if (mem != nullptr) *mem = w->mem;
   if (istart == nullptr) return true;
   return hand_out(h, *w, istart, iend);
 }
@@ -662,8 +689,7 @@ void parallel_loop(void (*fn)(void*), void* data, unsigned nthreads, unsigned fl
   parallel(&run_loop_region, &r, nthreads, flags);
 }
 
-// ---- Ordered and doacross ---------------------------------------------------------------------
-
+// ---- Ordered and doacross ----------------------------------------------------------
 void ordered_start() {
   const here h = locate();
   ws_construct* w = h.me.cur;
@@ -705,39 +731,32 @@ void doacross_wait(const std::uint64_t* v) {
   wait_until(h, w->waits, [&] { return word.load(std::memory_order_acquire) >= mark; });
 }
 
-// ---- Sections
-// ------------------------------------------------------------------------------------
-
+// ---- Sections ----------------------------------------------------------------------
 namespace {
 
 // Enters a sections construct of `count` sections: a loop over their
 // numbers, one at a time, first come first served.
-ws_construct* enter_sections(const here& h, unsigned count, void** mem) {
-  bool first = false;
-  ws_construct* w = enter(
+ws_construct* enter_sections(const here& h, unsigned count, void** mem,
+                             std::uintptr_t* reductions) {
+  return enter_loop(
       h,
       [&](ws_construct& slot) {
         describe_loop(slot, h.ws.n, loop_bounds::of_ull(true, 0, count, 1), {ws_sched::dynamic, 1},
                       false, mem);
       },
-      &first);
-  if (w != nullptr) {
-    start_claims(h);
-    if (mem != nullptr) *mem = w->mem;
-  }
-  return w;
+      mem, reductions);
 }
 
 void run_sections_region(void* p) {
   auto& r = *static_cast<sections_region*>(p);
-  enter_sections(locate(), r.count, nullptr);
+  enter_sections(locate(), r.count, nullptr, nullptr);
   r.fn(r.data);
 }
 
 }  // namespace
 
-unsigned sections_start(unsigned count, void** mem) {
-  if (enter_sections(locate(), count, mem) == nullptr) return 0;
+unsigned sections_start(unsigned count, void** mem, std::uintptr_t* reductions) {
+  if (enter_sections(locate(), count, mem, reductions) == nullptr) return 0;
   return sections_next();
 }
 
@@ -756,9 +775,7 @@ void parallel_sections(void (*fn)(void*), void* data, unsigned nthreads, unsigne
   parallel(&run_sections_region, &r, nthreads, flags);
 }
 
-// ---- Single
-// ----------------------------------------------------------------------------------------
-
+// ---- Single ------------------------------------------------------------------------
 bool single_start() noexcept {
   thread_state& st = current();
   if (st.tm == nullptr || st.tm->n == 1) return true;
@@ -790,29 +807,24 @@ void single_copy_end(void* data) {
   leave(h);
 }
 
-// ---- Cancellation
-// --------------------------------------------------------------------------------
-
+// ---- Cancellation ------------------------------------------------------------------
 bool cancel_construct() noexcept {
-  ws_construct* w = current().ws.cur;
-  if (w == nullptr) return false;
+  thread_state& st = current();
+  if (st.tm == nullptr || st.ws.cur == nullptr) return false;
   // Relaxed: claims test it as a hint (see claim()); the threads meet at the
   // construct's end barrier.
-  w->cancelled.store(true, std::memory_order_relaxed);
+  st.tm->ws_cancelled.store(true, std::memory_order_relaxed);
   return true;
 }
 
 bool construct_cancelled() noexcept {
-  const ws_construct* w = current().ws.cur;
+  const thread_state& st = current();
   // Relaxed: as cancel_construct.
-  return w != nullptr && w->cancelled.load(std::memory_order_relaxed);
+  return st.tm != nullptr && st.ws.cur != nullptr &&
+         st.tm->ws_cancelled.load(std::memory_order_relaxed);
 }
 
-bool ws_barrier() { return barrier(); }
-
-// ---- Critical sections
-// -----------------------------------------------------------------------------
-
+// ---- Critical sections -------------------------------------------------------------
 void critical_start() { unnamed_critical().lock(); }
 void critical_end() { unnamed_critical().unlock(); }
 

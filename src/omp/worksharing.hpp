@@ -56,8 +56,7 @@ namespace mote::omp {
 
 using detail::cache_line;
 
-// ---- What an entry point asks for ----------------------------------------------
-
+// ---- What an entry point asks for --------------------------------------------------
 // A loop as gcc passes it: the first value, the bound (never reached: the
 // loop runs while v < end upward, v > end downward) and the step. Values are
 // the two's-complement images of the long or unsigned long long arguments.
@@ -103,8 +102,7 @@ enum class loop_flavour : std::uint8_t {
   ordered,  // ordered regions (GOMP_ordered_start/end) run in iteration order
 };
 
-// ---- The state behind the constructs ------------------------------------------------
-
+// ---- The state behind the constructs -----------------------------------------------
 // Constructs a team may have in flight at once (a thread this many constructs
 // ahead of the slowest waits). A power of two.
 inline constexpr unsigned kWsRing = 8;
@@ -117,7 +115,7 @@ enum class ws_sched : std::uint8_t { static_block, static_chunked, dynamic, guid
 // the release store of `state`), then read-only, but for the counters on
 // lines of their own.
 struct alignas(cache_line) ws_construct {
-  // ---- The construct: written by its initialiser, then read-only ----
+  // The construct: written by its initialiser, then read-only.
   // (number << 2) | phase: free for construct `number`, being described, or
   // described (kWsFree, kWsBusy, kWsReady in worksharing.cpp).
   std::atomic<std::uint64_t> state{0};
@@ -140,19 +138,21 @@ struct alignas(cache_line) ws_construct {
   const std::uint64_t* radix = nullptr;
   std::atomic<std::uint64_t>* posted = nullptr;
 
-  // ---- The shared claim counter (dynamic, guided, sections) ----
+  // The shared claim counter (dynamic, guided, sections).
   alignas(cache_line) std::atomic<std::uint64_t> next{0};
 
-  // ---- Ordered and doacross: the first iteration whose chunk has not yet
-  // had its turn, and the sleepers of both kinds of wait ----
+  // Ordered: the first iteration whose chunk has not had its turn yet. The
+  // sleepers of ordered and doacross waits.
   alignas(cache_line) std::atomic<std::uint64_t> ordered_next{0};
   detail::event_count waits;
 
-  // ---- Leaving ----
-  alignas(cache_line) std::atomic<unsigned> remaining{0};  // threads still in the construct
-  std::atomic<bool> cancelled{false};                      // GOMP_cancel(LOOP or SECTIONS)
+  // Leaving: the threads still in the construct.
+  alignas(cache_line) std::atomic<unsigned> remaining{0};
+  // Task reductions (GOMP_loop_start's `reductions`): the describer's
+  // registration, which the other threads' registrations share (tasks.hpp).
+  std::uintptr_t* task_reductions = nullptr;
 
-  // ---- Storage the slot keeps for its next constructs (its initialisers') ----
+  // Storage the slot keeps for its next constructs (its describers' only).
   alignas(cache_line) std::unique_ptr<detail::loop_stripe[]> stripes;  // n, for stealing
   std::unique_ptr<std::uint64_t[]> mem_words;
   std::size_t mem_capacity = 0;  // in words
@@ -193,7 +193,7 @@ struct ws_thread_state {
   bool has_turn = false;
 };
 
-// ---- Loops --------------------------------------------------------------------------
+// ---- Loops -------------------------------------------------------------------------
 // Every thread of the team calls these, in the same order. Values come back
 // as the two's-complement images of the loop's type: run v from *istart
 // while v < *iend (downward: v > *iend), stepping by the loop's step.
@@ -203,13 +203,18 @@ struct ws_thread_state {
 // nullptr: enter only (GOMP_loop_start's "initialise"), true. mem (may be
 // nullptr): *mem holds a size in bytes; it comes back as memory of that size
 // shared by the team for this construct, zeroed by whoever described it.
+// reductions (may be nullptr): the loop's task reductions, gcc's array
+// (`for reduction(task, ...)`); the loop opens a taskgroup that
+// GOMP_workshare_task_reduction_unregister closes after the loop's end.
 MOTE_API bool loop_start(const loop_bounds& b, schedule_request s, loop_flavour f,
-                         std::uint64_t* istart, std::uint64_t* iend, void** mem);
+                         std::uint64_t* istart, std::uint64_t* iend, void** mem,
+                         std::uintptr_t* reductions = nullptr);
 // A doacross loop (ordered(dims)): iterations [0, counts[0]) of the
 // outermost loop, counts[1..] the inner ordered loops' iteration counts.
-// mem as above.
+// mem and reductions as above.
 MOTE_API bool loop_doacross_start(unsigned dims, const std::uint64_t* counts, schedule_request s,
-                                  std::uint64_t* istart, std::uint64_t* iend, void** mem);
+                                  std::uint64_t* istart, std::uint64_t* iend, void** mem,
+                                  std::uintptr_t* reductions = nullptr);
 // The next chunk, or false when the loop has no more for this thread (or it
 // was cancelled).
 MOTE_API bool loop_next(std::uint64_t* istart, std::uint64_t* iend);
@@ -226,7 +231,7 @@ MOTE_API bool loop_end_cancel();
 MOTE_API void parallel_loop(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,
                             const loop_bounds& b, schedule_request s);
 
-// ---- Ordered and doacross -------------------------------------------------------------
+// ---- Ordered and doacross ----------------------------------------------------------
 // Waits until every chunk before the calling thread's has had its turn.
 MOTE_API void ordered_start();
 MOTE_API void ordered_end() noexcept;
@@ -238,9 +243,10 @@ MOTE_API unsigned doacross_dims() noexcept;
 MOTE_API void doacross_post(const std::uint64_t* v) noexcept;
 MOTE_API void doacross_wait(const std::uint64_t* v);
 
-// ---- Sections, single -------------------------------------------------------------------
-// The number (1-based) of the first section this thread runs, 0: none.
-MOTE_API unsigned sections_start(unsigned count, void** mem);
+// ---- Sections, single --------------------------------------------------------------
+// The number (1-based) of the first section this thread runs, 0: none. mem
+// and reductions as loop_start's.
+MOTE_API unsigned sections_start(unsigned count, void** mem, std::uintptr_t* reductions = nullptr);
 MOTE_API unsigned sections_next();
 // GOMP_sections_end*: as loop_end*.
 // The region of GOMP_parallel_sections, as parallel_loop.
@@ -254,19 +260,16 @@ MOTE_API bool single_start() noexcept;
 MOTE_API void* single_copy_start();
 MOTE_API void single_copy_end(void* data);
 
-// ---- Cancellation of a loop or sections (GOMP_cancel, GOMP_cancellation_point) ------------
-// Marks the calling thread's construct cancelled: nobody gets another chunk
-// or section. False when the thread is in no construct.
+// ---- Cancellation of a loop or sections (GOMP_cancel, GOMP_cancellation_point) -----
+// Cancels the calling thread's construct: nobody gets another chunk or
+// section. False when the thread is in no construct of a team. The flag is
+// the team's (team::ws_cancelled), cleared when the next construct is
+// described: a cancellable construct has no nowait (OpenMP's rule), so every
+// thread has passed its end barrier by then.
 MOTE_API bool cancel_construct() noexcept;
 MOTE_API bool construct_cancelled() noexcept;
 
-// ---- Barriers -------------------------------------------------------------------------
-// The barrier of the calling thread's team (team.hpp's barrier()), for the
-// entry points of src/omp/gomp/ (GOMP_barrier, GOMP_barrier_cancel): true
-// when the region was cancelled.
-MOTE_API bool ws_barrier();
-
-// ---- Critical sections -----------------------------------------------------------------
+// ---- Critical sections -------------------------------------------------------------
 // One lock for every unnamed critical construct, one per name (*name is the
 // pointer-sized slot gcc reserves for it, .gomp_critical_user_<name>; the
 // lock is made there on first use), one for GOMP_atomic_start/end. FIFO
