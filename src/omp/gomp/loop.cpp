@@ -63,9 +63,9 @@ bool begin_loop(long start, long end, long incr, schedule_request s, loop_flavou
                 long* iend) {
   std::uint64_t lo = 0;
   std::uint64_t hi = 0;
-  return give(
-      mote::omp::loop_start(loop_bounds::of_long(start, end, incr), s, f, &lo, &hi, nullptr), lo,
-      hi, istart, iend);
+  const bool got =
+      mote::omp::loop_start(loop_bounds::of_long(start, end, incr), s, f, &lo, &hi, nullptr);
+  return give(got, lo, hi, istart, iend);
 }
 
 // GOMP_loop_start and GOMP_loop_ordered_start: istart nullptr only enters the
@@ -86,7 +86,8 @@ bool start_full(long start, long end, long incr, long sched, long chunk, long* i
 bool next(long* istart, long* iend) {
   std::uint64_t lo = 0;
   std::uint64_t hi = 0;
-  return give(mote::omp::loop_next(&lo, &hi), lo, hi, istart, iend);
+  const bool got = mote::omp::loop_next(&lo, &hi);
+  return give(got, lo, hi, istart, iend);
 }
 
 // A doacross loop's counts, as the unsigned values mote::omp takes.

@@ -53,9 +53,9 @@ bool begin_loop(bool up, ull start, ull end, ull incr, schedule_request s, loop_
                 ull* istart, ull* iend) {
   std::uint64_t lo = 0;
   std::uint64_t hi = 0;
-  return give(
-      mote::omp::loop_start(loop_bounds::of_ull(up, start, end, incr), s, f, &lo, &hi, nullptr), lo,
-      hi, istart, iend);
+  const bool got =
+      mote::omp::loop_start(loop_bounds::of_ull(up, start, end, incr), s, f, &lo, &hi, nullptr);
+  return give(got, lo, hi, istart, iend);
 }
 
 bool start_full(bool up, ull start, ull end, ull incr, long sched, ull chunk, ull* istart,
@@ -72,7 +72,8 @@ bool start_full(bool up, ull start, ull end, ull incr, long sched, ull chunk, ul
 bool next(ull* istart, ull* iend) {
   std::uint64_t lo = 0;
   std::uint64_t hi = 0;
-  return give(mote::omp::loop_next(&lo, &hi), lo, hi, istart, iend);
+  const bool got = mote::omp::loop_next(&lo, &hi);
+  return give(got, lo, hi, istart, iend);
 }
 
 bool doacross(unsigned ncounts, const ull* counts, schedule_request s, ull* istart, ull* iend,
