@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "omp/gomp/abi.hpp"
 #include "omp/tasks.hpp"
 
 // The entry points are exported (the rest of the library is hidden; the
@@ -14,7 +15,8 @@ extern "C" {
 // the same symbol with fewer arguments and flags that never name them).
 void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
                bool if_clause, unsigned flags, void** depend, int priority, void* detach) {
-  constexpr unsigned kFlagDepend = 8, kFlagPriority = 16, kFlagDetach = 4096;
+  constexpr unsigned kFlagDepend = GOMP_TASK_FLAG_DEPEND, kFlagPriority = GOMP_TASK_FLAG_PRIORITY,
+                     kFlagDetach = GOMP_TASK_FLAG_DETACH;
   const mote::omp::task_args a{fn,
                                data,
                                cpyfn,
