@@ -40,6 +40,9 @@ using detail::worker;
 
 namespace {
 
+// How many OpenMP task bodies the calling thread is inside (task_depth()).
+constinit thread_local int tl_task_depth = 0;
+
 // gcc's flags (gomp-constants.h, through abi.hpp).
 constexpr unsigned kFlagUntied = GOMP_TASK_FLAG_UNTIED;
 constexpr unsigned kFlagFinal = GOMP_TASK_FLAG_FINAL;
@@ -147,10 +150,15 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
     return;
   }
   runtime_impl& rt = self->runtime();
+  thread_state& st = current();
+  team* const tm = st.tm;
+  auto done_or_bounced = [&done, tm] {
+    return done() || (tm != nullptr && tm->bounced.load(std::memory_order_seq_cst) != nullptr);
+  };
   detail::idle_wait idle(rt.spin_ns());
   for (;;) {
     if (done()) return;
-    if (rt.help_once(*self)) {
+    if (run_bounced(st) || rt.help_once(*self)) {
       idle.reset();
       continue;
     }
@@ -159,8 +167,9 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
     // before park_waiting's announcement and last look at done(); the
     // completion changes what done() reads (seq_cst) before it loads the slot.
     slot->store(&self->park_word(), std::memory_order_seq_cst);
+    using look = decltype(done_or_bounced);
     rt.park_waiting(
-        *self, [](const void* d) { return (*static_cast<const Done*>(d))(); }, &done, 50'000'000);
+        *self, [](const void* d) { return (*static_cast<const look*>(d))(); }, &done_or_bounced, 50'000'000);
     slot->store(nullptr, std::memory_order_relaxed);
     idle.reset();
   }
@@ -211,27 +220,13 @@ void complete_counts(omp_task* t, thread_state* st) noexcept {
 
 // Runs t's body on this thread with the thread's state in t's team current
 // (or a stand-in for a thread outside it), then its completion.
-void run_body(omp_task* t, bool in_dataflow) noexcept {
-  team* tm = t->tm;
-  thread_state* const saved = &current();
-  thread_state* st = tm != nullptr ? state_in(tm) : saved;
-  thread_state stand_in;
-  bool foreign = false;
-  if (st == nullptr) {
-    // A worker outside the team stole it: it runs as thread 0 of the team
-    // would see it, counted apart (foreign_active keeps the team alive).
-    foreign = true;
-    tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
-    stand_in.tm = tm;
-    stand_in.level = tm->level;
-    stand_in.active_level = tm->active_level;
-    stand_in.outer = tm->threads[0].outer;
-    stand_in.self = detail::current_worker;
-    stand_in.foreign = true;
-    stand_in.prev = saved;
-    st = &stand_in;
-  }
+// Runs t's body with st current (the thread's state in t's team, or a
+// stand-in for a thread outside it), then its completion. Kept small: a
+// chain of tasks that each wait for the next nests one of these per level
+// on the stack.
+void run_in(omp_task* t, thread_state* st, thread_state* saved, bool in_dataflow) noexcept {
   set_current(st);
+  ++tl_task_depth;
   omp_task* const outer_task = st->task;
   st->task = t;
   // Scopes made in the body are OpenMP's sibling scopes, not nested in the
@@ -239,7 +234,7 @@ void run_body(omp_task* t, bool in_dataflow) noexcept {
   detail::df_task* const df = detail::df_exchange_current_task(nullptr);
   const bool skip = t->group != nullptr && t->group->cancelled.load(std::memory_order_relaxed);
   if (!skip) t->fn(t->arg);
-  finish_scope(*t);
+  if (t->scope != nullptr) finish_scope(*t);
   if (in_dataflow && t->detached) {
     // Detached with dependences: the successors wait for the event, so the
     // data-flow task ends only when it is fulfilled (fulfill_event holds a
@@ -248,14 +243,70 @@ void run_body(omp_task* t, bool in_dataflow) noexcept {
   }
   detail::df_exchange_current_task(df);
   st->task = outer_task;
+  --tl_task_depth;
   set_current(saved);
   // Detached and not yet fulfilled: fulfill_event completes it (and drops
   // the body's reference then, keeping the record for the event until then).
   if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, st);
-  if (foreign) tm->foreign_active.fetch_sub(1, std::memory_order_release);
 }
 
-void run_scheduled(detail::task* base, worker&) noexcept { run_body(static_cast<omp_task*>(base), false); }
+// A data-flow task of a team that a worker outside the team runs (it cannot
+// hand it back: see bounce): it runs as the team's thread 0 would see it,
+// counted apart (foreign_active keeps the team alive).
+__attribute__((noinline)) void run_foreign(omp_task* t, thread_state* saved, bool in_dataflow) noexcept {
+  team* tm = t->tm;
+  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
+  thread_state stand_in;
+  stand_in.tm = tm;
+  stand_in.level = tm->level;
+  stand_in.active_level = tm->active_level;
+  stand_in.outer = tm->threads[0].outer;
+  stand_in.self = detail::current_worker;
+  stand_in.foreign = true;
+  stand_in.prev = saved;
+  run_in(t, &stand_in, saved, in_dataflow);
+  tm->foreign_active.fetch_sub(1, std::memory_order_release);
+}
+
+void run_body(omp_task* t, bool in_dataflow) noexcept {
+  thread_state* const saved = &current();
+  thread_state* st = t->tm == nullptr ? saved : saved->tm == t->tm ? saved : state_in(t->tm);
+  if (MOTE_UNLIKELY(st == nullptr)) {
+    run_foreign(t, saved, in_dataflow);
+    return;
+  }
+  run_in(t, st, saved, in_dataflow);
+}
+
+// A worker outside t's team took t (a steal, or the injection queue): it
+// hands t back to the team, whose threads run it in their waits (an
+// OpenMP task runs on a thread of its team: omp_get_thread_num, task
+// reductions' copies). The team cannot end meanwhile (t is pending), and
+// foreign_active keeps it alive until the wake-ups below are done.
+void bounce(omp_task* t) noexcept {
+  team* tm = t->tm;
+  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
+  omp_task* head = tm->bounced.load(std::memory_order_relaxed);
+  do {
+    t->next = head;
+    // seq_cst: the publication side of the Dekker pairs with the members'
+    // sleeps (wait_until's done() and the barrier's) before the wake-ups.
+  } while (!tm->bounced.compare_exchange_weak(head, t, std::memory_order_seq_cst, std::memory_order_relaxed));
+  for (worker* w : tm->workers) {
+    if (w != nullptr) runtime_impl::wake_parked(w->park_word());
+  }
+  tm->barrier.notify_waiters();
+  tm->foreign_active.fetch_sub(1, std::memory_order_release);
+}
+
+void run_scheduled(detail::task* base, worker&) noexcept {
+  auto* t = static_cast<omp_task*>(base);
+  if (t->tm != nullptr && state_in(t->tm) == nullptr) {
+    bounce(t);
+    return;
+  }
+  run_body(t, false);
+}
 
 // Copies the arguments into dst (aligned for them).
 void copy_args(const task_args& a, void* dst) {
@@ -316,6 +367,28 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
 }
 
 }  // namespace
+
+int task_depth() noexcept { return tl_task_depth; }
+
+bool run_bounced(thread_state& st) noexcept {
+  team* tm = st.tm;
+  if (tm == nullptr || st.foreign || tm->bounced.load(std::memory_order_relaxed) == nullptr) return false;
+  // Take the whole stack (acquire: the tasks' contents), run the first, and
+  // push the rest back.
+  omp_task* list = tm->bounced.exchange(nullptr, std::memory_order_acquire);
+  if (list == nullptr) return false;
+  auto* rest = static_cast<omp_task*>(list->next);
+  while (rest != nullptr) {
+    auto* next = static_cast<omp_task*>(rest->next);
+    omp_task* head = tm->bounced.load(std::memory_order_relaxed);
+    do {
+      rest->next = head;
+    } while (!tm->bounced.compare_exchange_weak(head, rest, std::memory_order_release, std::memory_order_relaxed));
+    rest = next;
+  }
+  run_body(list, false);
+  return true;
+}
 
 bool in_final() noexcept {
   const thread_state& st = current();

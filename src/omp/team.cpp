@@ -157,7 +157,7 @@ void end_of_region(team& tm, thread_state& st) {
     runtime_impl* rt = self != nullptr ? &self->runtime() : nullptr;
     for (;;) {
       tm.barrier.wait(
-          st.id, [rt, self] { return rt != nullptr && rt->help_once(*self); },
+          st.id, [rt, self, &st] { return run_bounced(st) || (rt != nullptr && rt->help_once(*self)); },
           [&tm] {
             if (!team_tasks_done(tm)) return false;
             tm.final_episode = tm.at_end.load(std::memory_order_relaxed) == tm.n;
@@ -198,6 +198,9 @@ bool seat_help(worker& w) noexcept {
   // Relaxed first: the common case (no region for this worker) stays a load
   // of a line nobody writes. The acquire below orders `id` and the team.
   if (MOTE_LIKELY(s.mailbox.load(std::memory_order_relaxed) == nullptr)) return false;
+  // Not from inside a task this worker runs (it would nest the region in a
+  // task that the region's end waits for): from its idle loop only.
+  if (task_depth() != 0 || w.inside_task()) return false;
   team* tm = s.mailbox.load(std::memory_order_acquire);
   s.mailbox.store(nullptr, std::memory_order_relaxed);
   run_member(w, *tm, s.id);
@@ -282,7 +285,8 @@ void team_barrier(team& tm, thread_state& st) {
   }
   runtime_impl& rt = self->runtime();
   tm.barrier.wait(
-      st.id, [&rt, self] { return rt.help_once(*self); }, [&tm] { return team_tasks_done(tm); });
+      st.id, [&rt, self, &st] { return run_bounced(st) || rt.help_once(*self); },
+      [&tm] { return team_tasks_done(tm); });
 }
 
 bool barrier() {

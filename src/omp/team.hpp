@@ -129,6 +129,10 @@ struct team {
   // read); final_episode: written by the root before the release, read after.
   std::atomic<unsigned> at_end{0};
   bool final_episode = false;
+  // Explicit tasks that a worker outside the team stole and handed back
+  // (tasks.cpp, bounce): a stack linked through queued_task::next, pushed
+  // by any thread with a release CAS, taken whole by a member (acquire).
+  alignas(cache_line) std::atomic<omp_task*> bounced{nullptr};
   // GOMP_cancel(LOOP or SECTIONS): the worksharing construct in flight is
   // cancelled; reset by the construct's end (worksharing.cpp).
   std::atomic<bool> ws_cancelled{false};
@@ -181,6 +185,14 @@ MOTE_API bool barrier();
 bool team_tasks_done(const team& tm) noexcept;
 // The barrier as the thread whose state st is in tm.
 void team_barrier(team& tm, thread_state& st);
+// Runs one task that a worker outside st's team handed back to it (tasks.cpp);
+// false when there was none.
+bool run_bounced(thread_state& st) noexcept;
+// How deep the calling thread is inside OpenMP task bodies (a worker that is
+// inside one takes no region from its mailbox: it would nest the region in
+// a task that the region's barrier waits for).
+int task_depth() noexcept;
+
 // One step of work for a waiting OpenMP thread: a task, from anywhere in the
 // runtime. True when it ran one.
 MOTE_API bool help_once() noexcept;
