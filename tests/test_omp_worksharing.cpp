@@ -106,6 +106,10 @@ struct loop_case {
   // dynamic and static with a chunk, at least `chunk` for guided (but the
   // loop's last chunk).
   std::atomic<int> bad_chunks{0};
+  // Threads whose last chunk ended at the loop's end: gcc's lastprivate code
+  // takes such a thread for the one that ran the last iteration, so there
+  // must be exactly one (none for an empty loop).
+  std::atomic<int> last_holders{0};
 
   explicit loop_case(loop_bounds bounds) : b(bounds) {
     const __int128 start = value(b.start), end = value(b.end), incr = step();
@@ -150,9 +154,12 @@ struct loop_case {
     std::uint64_t lo = 0;
     std::uint64_t hi = 0;
     if (omp::loop_start(b, s, loop_flavour::plain, &lo, &hi, nullptr)) {
+      std::uint64_t last_end = 0;
       do {
         check_chunk(s, run_chunk(lo, hi), hi);
+        last_end = hi;
       } while (omp::loop_next(&lo, &hi));
+      if (last_end == b.end) last_holders.fetch_add(1, std::memory_order_relaxed);
     }
     if (nowait) {
       omp::loop_end_nowait();
@@ -164,6 +171,8 @@ struct loop_case {
   void check(const std::string& what) {
     EXPECT_EQ(strays.load(), 0) << what;
     EXPECT_EQ(bad_chunks.exchange(0), 0) << what << ": chunks of the wrong size";
+    EXPECT_EQ(last_holders.exchange(0), count > 0 ? 1 : 0)
+        << what << ": threads whose last chunk ended at the loop's end";
     std::uint64_t wrong = 0;
     std::uint64_t first = count;
     for (std::uint64_t i = 0; i < count; ++i) {
@@ -346,7 +355,12 @@ TEST(OmpLoop, ParallelLoopStartsWithTheLoopEntered) {
           [](void*) {
             std::uint64_t lo = 0;
             std::uint64_t hi = 0;
-            while (omp::loop_next(&lo, &hi)) current_case->run_chunk(lo, hi);
+            std::uint64_t last_end = 0;
+            while (omp::loop_next(&lo, &hi)) {
+              current_case->run_chunk(lo, hi);
+              last_end = hi;
+            }
+            if (last_end == current_case->b.end) current_case->last_holders.fetch_add(1);
             omp::loop_end_nowait();
           },
           nullptr, n, 0, c.b, s);

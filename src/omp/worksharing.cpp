@@ -405,6 +405,11 @@ bool claim_add(std::atomic<std::uint64_t>& counter, std::uint64_t end, std::uint
 }
 
 bool claim_stealing(const here& h, ws_construct& w, std::uint64_t* lo, std::uint64_t* hi) noexcept {
+  // The thread that runs the loop's last chunk runs no other after it: gcc's
+  // code for lastprivate takes the thread whose last chunk ended at the
+  // loop's end for the one that ran the last iteration (true of every
+  // monotonic schedule). The others finish the stripes.
+  if (h.me.took_last) return false;
   // Own stripe first (victim starts at the thread's id), then the others in
   // turn. A stripe only shrinks, so one seen empty stays empty: a thread
   // gives up after finding all n empty.
@@ -415,6 +420,7 @@ bool claim_stealing(const here& h, ws_construct& w, std::uint64_t* lo, std::uint
     if (s.next.load(std::memory_order_relaxed) < s.end) {
       if (w.cas_claims ? claim_cas(s.next, s.end, w.chunk, lo, hi)
                        : claim_add(s.next, s.end, w.chunk, lo, hi)) {
+        h.me.took_last = *hi == w.count;
         return true;
       }
     }
@@ -571,6 +577,7 @@ bool hand_out(const here& h, ws_construct& w, std::uint64_t* istart, std::uint64
 void start_claims(const here& h) noexcept {
   h.me.trip = 0;
   h.me.victim = h.id;
+  h.me.took_last = false;
   h.me.holds_chunk = false;
   h.me.has_turn = false;
 }

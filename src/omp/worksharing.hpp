@@ -186,6 +186,7 @@ struct ws_thread_state {
   ws_construct* cur = nullptr;  // the construct this thread is in, or nullptr
   std::uint64_t trip = 0;       // static schedules: chunks this thread has taken
   unsigned victim = 0;          // stealing: the stripe being emptied
+  bool took_last = false;       // stealing: this thread ran the loop's last chunk
   // Ordered: the chunk being run, and whether it has had its turn.
   std::uint64_t lo = 0;
   std::uint64_t hi = 0;
