@@ -46,7 +46,7 @@ static long long queens_tasks(int n, int row, const signed char* cols, int cutof
   if (row == n) return 1;
   if (row >= cutoff) {
     signed char board[QUEENS_MAX];
-    memcpy(board, cols, (size_t)row);
+    if (row > 0) memcpy(board, cols, (size_t)row);  // cols is NULL at row 0
     return queens_serial(n, row, board);
   }
   long long counts[QUEENS_MAX] = {0};
@@ -55,7 +55,7 @@ static long long queens_tasks(int n, int row, const signed char* cols, int cutof
 #pragma omp task firstprivate(col) shared(counts)
     {
       signed char board[QUEENS_MAX];
-      memcpy(board, cols, (size_t)row);
+      if (row > 0) memcpy(board, cols, (size_t)row);
       board[row] = (signed char)col;
       counts[col] = queens_tasks(n, row + 1, board, cutoff);
     }

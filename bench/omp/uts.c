@@ -2,10 +2,11 @@
 // it is described: count the nodes of a random tree that exists only as a rule
 // for making each node's children from the node, one task per child. The tree
 // is binomial: the root has --root-children children; every other node has
-// --m children with probability --q and none otherwise, so subtrees are small
-// on average (q * m < 1) but a few are very deep and wide -- the imbalance a
-// scheduler has to even out. Each task hashes its node, makes its children's
-// tasks and adds up their counts.
+// --m children with probability q (--q-ppm, in millionths) and none otherwise,
+// so subtrees are small on average (q * m < 1) but a few are very deep and
+// wide -- the imbalance a scheduler has to even out. The defaults are the
+// shape of UTS' T3 tree (2000, 8, 0.124875: 2.6 million nodes). Each task
+// hashes its node, makes its children's tasks and adds up their counts.
 //
 //   OMP_NUM_THREADS=2 ./bench_omp_uts --root-children 2000 --m 8 --q-ppm 124875
 //
