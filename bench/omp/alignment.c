@@ -7,7 +7,7 @@
 // fills la x lb cells: tens to hundreds of microseconds, the coarse end of the
 // suite.
 //
-//   OMP_NUM_THREADS=2 ./bench_omp_alignment --sequences 40 --min-length 100 --max-length 400
+//   OMP_NUM_THREADS=2 ./bench_omp_alignment --sequences 30 --min-length 100 --max-length 400
 //
 // The scores are checked against the same pairs scored serially, once, by the
 // program.
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   static const char* const kernels[] = {"alignment"};
   omp_bench_known_kernels(&o, kernels, 1);
   static struct align_state s;
-  s.sequences = (int)omp_bench_long(&o, "--sequences", 40);
+  s.sequences = (int)omp_bench_long(&o, "--sequences", 30);
   s.min_length = (int)omp_bench_long(&o, "--min-length", 100);
   s.max_length = (int)omp_bench_long(&o, "--max-length", 400);
   s.gap_open = (int)omp_bench_long(&o, "--gap-open", 10);

@@ -5,7 +5,7 @@
 // in tasks over slices of --cutoff butterflies; transforms of at most --cutoff
 // points run serially.
 //
-//   OMP_NUM_THREADS=2 ./bench_omp_fft --log2n 20
+//   OMP_NUM_THREADS=2 ./bench_omp_fft --log2n 19
 //
 // The answer is checked against a known answer that costs O(n) each: eight
 // spectral bins computed directly as sums (the DFT's definition), and
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   struct omp_bench_options o = omp_bench_parse(argc, argv);
   static const char* const kernels[] = {"fft"};
   omp_bench_known_kernels(&o, kernels, 1);
-  long log2n = omp_bench_long(&o, "--log2n", 20);
+  long log2n = omp_bench_long(&o, "--log2n", 19);
   if (log2n < 1 || log2n > 26) omp_bench_usage_error("--log2n", "out of 1..26");
   struct fft_state s = {0};
   s.n = (size_t)1 << log2n;

@@ -7,7 +7,7 @@
 // hospital): a task is a few list operations, so the time is the runtime's
 // per-task cost on an irregular, repeated fork-join.
 //
-//   OMP_NUM_THREADS=2 ./bench_omp_health --levels 5 --branch 4 --steps 400
+//   OMP_NUM_THREADS=2 ./bench_omp_health --levels 5 --branch 4 --steps 800
 //
 // The outcome does not depend on the schedule: each village draws from its
 // own random generator and takes its children's referrals in child order once
@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
   struct health_state s = {0};
   s.levels = (int)omp_bench_long(&o, "--levels", 5);
   s.branch = (int)omp_bench_long(&o, "--branch", 4);
-  s.steps = (int)omp_bench_long(&o, "--steps", 400);
+  s.steps = (int)omp_bench_long(&o, "--steps", 800);
   if (s.levels < 1 || s.levels > 12) omp_bench_usage_error("--levels", "out of 1..12");
   if (s.branch < 1 || s.branch > 64) omp_bench_usage_error("--branch", "out of 1..64");
   if (s.steps < 1) omp_bench_usage_error("--steps", "below 1");

@@ -6,7 +6,7 @@
 // tasks). Below --sort-cutoff elements a quarter is quicksorted serially
 // (insertion sort below 20), below --merge-cutoff a merge is serial.
 //
-//   OMP_NUM_THREADS=2 ./bench_omp_sort --n 2000000
+//   OMP_NUM_THREADS=2 ./bench_omp_sort --n 1000000
 //
 // The answer is checked without a second sort: the array must be in order and
 // hold the same values as the input (count, sum and a sum of hashes).
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   static const char* const kernels[] = {"sort"};
   omp_bench_known_kernels(&o, kernels, 1);
   struct sort_state s = {0};
-  long n = omp_bench_long(&o, "--n", 2000000);
+  long n = omp_bench_long(&o, "--n", 1000000);
   if (n < 4) omp_bench_usage_error("--n", "below 4");
   s.n = (size_t)n;
   s.sort_cutoff = (size_t)omp_bench_long(&o, "--sort-cutoff", 2048);

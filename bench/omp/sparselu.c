@@ -10,7 +10,7 @@
 //   sparselu_for      every thread, inside worksharing loops over the blocks;
 //                     a loop's implicit barrier ends each phase
 //
-//   OMP_NUM_THREADS=2 ./bench_omp_sparselu --kernel sparselu_for --nb 40 --bs 32
+//   OMP_NUM_THREADS=2 ./bench_omp_sparselu --kernel sparselu_for --nb 30 --bs 32
 //
 // The factors are checked against a serial factorisation of the same matrix
 // done once by the program (the same operations, block by block).
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
   struct omp_bench_options o = omp_bench_parse(argc, argv);
   static const char* const kernels[] = {"sparselu_single", "sparselu_for"};
   omp_bench_known_kernels(&o, kernels, 2);
-  struct sparselu_state s = {(int)omp_bench_long(&o, "--nb", 40),
+  struct sparselu_state s = {(int)omp_bench_long(&o, "--nb", 30),
                              (int)omp_bench_long(&o, "--bs", 32), NULL, NULL, NULL};
   if (s.nb < 1 || s.nb > 1000) omp_bench_usage_error("--nb", "out of 1..1000");
   if (s.bs < 1 || s.bs > 1000) omp_bench_usage_error("--bs", "out of 1..1000");
