@@ -18,10 +18,11 @@
 // their number; a batch stops early once it has taken --max-sample-ms (default
 // 250), which only a loaded machine reaches. barrier and for_static open one
 // region per 1000 barriers or 200 loops, so the region's cost adds at most
-// 1/1000 or 1/200 of itself to theirs. The timed loops do nothing but the construct, so the answer
-// is checked apart, once per process: the same construct, a few hundred
-// times, with bodies that record what ran (every thread in every region, no
-// thread past a barrier before all arrived, every iteration and task run once).
+// 1/1000 or 1/200 of itself to theirs. The timed loops do nothing but the
+// construct, so the answer is checked apart, once per process: the same
+// construct a hundred times, with bodies that record what ran (every thread in
+// every region, no thread past a barrier before all arrived, every iteration
+// and task run once).
 #include "omp_harness.h"
 
 enum {
