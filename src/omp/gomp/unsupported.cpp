@@ -15,7 +15,8 @@ void unsupported(const char* name) {
   // One write(2) of the whole line: nothing of stdio's buffering (the
   // process aborts next) and no interleaving with another thread's line.
   char line[256];
-  const int n = std::snprintf(line, sizeof line, "mote: libgomp entry point %s is not implemented\n", name);
+  const int n =
+      std::snprintf(line, sizeof line, "mote: libgomp entry point %s is not implemented\n", name);
   if (n > 0) {
     std::size_t length = static_cast<std::size_t>(n);
     if (length >= sizeof line) {
