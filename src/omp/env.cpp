@@ -200,7 +200,7 @@ class parser {
     const char* s = skip_space(value);
     std::vector<int> list;
     std::optional<int> kind = match(s, 0);
-    if (*skip_space(value) == '\0' || !kind) return invalid_bind(name);
+    if (!kind) return invalid_bind(name);  // nothing, or no keyword
     list.push_back(*kind);
     s = skip_space(s);
     if (*s == '\0') return list;
