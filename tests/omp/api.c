@@ -129,6 +129,14 @@ static void binding_and_places(void) {
   CHECK(place >= -1 && place < places, "omp_get_place_num() %d of %d", place, places);
   int partition = omp_get_partition_num_places();
   CHECK(partition >= 0 && partition <= places, "partition of %d places of %d", partition, places);
+  int nums[256];
+  if (partition <= 256) {
+    omp_get_partition_place_nums(nums);
+    for (int k = 0; k < partition; ++k) {
+      CHECK(nums[k] >= 0 && nums[k] < places, "partition place %d is place %d of %d", k, nums[k],
+            places);
+    }
+  }
 }
 
 static void tasks_devices_teams(void) {

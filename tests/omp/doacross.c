@@ -77,7 +77,9 @@ int main(void) {
 
     memset(chain, 0, sizeof chain);
     chain[0] = 1;
-    unsigned long long base = 1ull << 63;
+    // Bounds the compiler cannot narrow: the loops stay unsigned long long.
+    volatile unsigned long long top = 1ull << 63;
+    const unsigned long long base = top;
 #pragma omp parallel for ordered(1) schedule(guided)
     for (unsigned long long u = base + 1; u < base + kLen; ++u) {
 #pragma omp ordered depend(sink : u - 1)
@@ -85,6 +87,51 @@ int main(void) {
 #pragma omp ordered depend(source)
     }
     check_chain("ordered(1) guided, unsigned long long");
+
+    // The other schedules over unsigned long long (the runtime one with a
+    // chunk: the default dynamic,1 would hand over at every iteration), and
+    // guided over int.
+    memset(chain, 0, sizeof chain);
+    chain[0] = 1;
+#pragma omp parallel for ordered(1) schedule(static, 100)
+    for (unsigned long long u = base + 1; u < base + kLen; ++u) {
+#pragma omp ordered depend(sink : u - 1)
+      chain[u - base] = step(chain[u - base - 1], (long)(u - base));
+#pragma omp ordered depend(source)
+    }
+    check_chain("ordered(1) static, 100, unsigned long long");
+
+    memset(chain, 0, sizeof chain);
+    chain[0] = 1;
+#pragma omp parallel for ordered(1) schedule(dynamic, 60)
+    for (unsigned long long u = base + 1; u < base + kLen; ++u) {
+#pragma omp ordered depend(sink : u - 1)
+      chain[u - base] = step(chain[u - base - 1], (long)(u - base));
+#pragma omp ordered depend(source)
+    }
+    check_chain("ordered(1) dynamic, 60, unsigned long long");
+
+    omp_set_schedule(omp_sched_dynamic, 80);
+    memset(chain, 0, sizeof chain);
+    chain[0] = 1;
+#pragma omp parallel for ordered(1) schedule(runtime)
+    for (unsigned long long u = base + 1; u < base + kLen; ++u) {
+#pragma omp ordered depend(sink : u - 1)
+      chain[u - base] = step(chain[u - base - 1], (long)(u - base));
+#pragma omp ordered depend(source)
+    }
+    check_chain("ordered(1) runtime (dynamic, 80), unsigned long long");
+    omp_set_schedule(omp_sched_dynamic, 1);
+
+    memset(chain, 0, sizeof chain);
+    chain[0] = 1;
+#pragma omp parallel for ordered(1) schedule(guided, 40)
+    for (long i = 1; i < kLen; ++i) {
+#pragma omp ordered depend(sink : i - 1)
+      chain[i] = step(chain[i - 1], i);
+#pragma omp ordered depend(source)
+    }
+    check_chain("ordered(1) guided, 40");
 
     // Wavefront: (i, j) needs (i-1, j) and (i, j-1).
     reset_grid();

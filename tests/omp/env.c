@@ -79,6 +79,7 @@ static int team_size(int requested) {
 // Barriers with a late thread, and tasks: the wait policy must not matter.
 static void waiting_workload(void) {
   long sum = 0;
+  int tasks_ran = 0;
   int rounds = OMPT_SIZE(200, 40);
 #pragma omp parallel reduction(+ : sum)
   {
@@ -89,14 +90,12 @@ static void waiting_workload(void) {
     }
 #pragma omp single
     for (int k = 0; k < 1000; ++k) {
-#pragma omp task
-      {
-#pragma omp atomic
-        sum += 0;
-      }
+#pragma omp task shared(tasks_ran)
+      __atomic_fetch_add(&tasks_ran, 1, __ATOMIC_RELAXED);
     }
   }
   CHECK(sum == (long)rounds * omp_get_max_threads(), "barrier workload counted %ld", sum);
+  CHECK(tasks_ran == 1000, "%d of 1000 tasks ran", tasks_ran);
 }
 
 // The CPUs of a place, as a mask.
@@ -124,6 +123,18 @@ static void threads_bound(int threads) {
       snprintf(problem, sizeof problem, "thread %d has place %d of %d", omp_get_thread_num(), p,
                places);
     } else {
+      // Its place is in its place partition.
+      int partition = omp_get_partition_num_places(), in_partition = 0;
+      int nums[CPU_SETSIZE];
+      if (partition >= 1 && partition <= CPU_SETSIZE) {
+        omp_get_partition_place_nums(nums);
+        for (int k = 0; k < partition; ++k) in_partition |= nums[k] == p;
+      }
+      if (!in_partition) {
+#pragma omp critical
+        snprintf(problem, sizeof problem, "thread %d: place %d is not in its partition of %d",
+                 omp_get_thread_num(), p, partition);
+      }
       place_mask(p, &want);
       CHECK(pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) == 0, "getaffinity failed");
       int cpu = sched_getcpu();

@@ -2,9 +2,11 @@
 # Runs one OpenMP test program and checks what ctest's own pass/fail cannot:
 # its stderr and its exit status together.
 #
-#   expect.sh abort REGEX -- PROGRAM ARGS...
+#   expect.sh fail REGEX -- PROGRAM ARGS...
 #       The program must fail (non-zero status) and print a line matching
 #       REGEX (grep -E) on stderr.
+#   expect.sh succeed REGEX -- PROGRAM ARGS...
+#       The program must succeed and print a line matching REGEX on stderr.
 #   expect.sh bad-env VAR=VALUE REGEX -- PROGRAM ARGS...
 #       Run with VAR=VALUE, the program must succeed, print a line matching
 #       REGEX on stderr, and print on stdout what it prints with VAR unset
@@ -16,7 +18,7 @@
 #       '<machine>'. With MOTE_OMP_UPDATE_EXPECTED=1 it writes EXPECTED instead.
 set -euo pipefail
 
-mode=${1:?usage: expect.sh abort|bad-env|display ...}
+mode=${1:?usage: expect.sh fail|succeed|bad-env|display ...}
 shift
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -29,15 +31,20 @@ show() {
 }
 
 case $mode in
-  abort)
+  fail | succeed)
     regex=$1
     [[ $2 == -- ]] || { echo "expect.sh: -- expected" >&2; exit 2; }
     shift 2
     status=0
     "$@" >"$scratch/out" 2>"$scratch/err" || status=$?
-    if [[ $status -eq 0 ]]; then
+    if [[ $mode == fail && $status -eq 0 ]]; then
       show
       echo "expect.sh: $1 succeeded; a failure (non-zero status) was expected"
+      exit 1
+    fi
+    if [[ $mode == succeed && $status -ne 0 ]]; then
+      show
+      echo "expect.sh: $1 failed (status $status)"
       exit 1
     fi
     if ! grep -Eq -- "$regex" "$scratch/err"; then

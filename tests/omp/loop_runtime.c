@@ -1,8 +1,8 @@
 // schedule(runtime): the run-sched-var ICV set by omp_set_schedule (and, in
 // the environment entries, by OMP_SCHEDULE) decides how a runtime loop is
-// split. GOMP_loop_runtime_start/next, GOMP_loop_maybe_nonmonotonic_runtime_*,
-// GOMP_loop_ull_runtime_*, GOMP_parallel_loop_runtime, omp_set_schedule,
-// omp_get_schedule.
+// split: GOMP_loop_[ull_]{,maybe_nonmonotonic_,nonmonotonic_}runtime_start/next
+// (schedule(runtime) without and with a modifier), GOMP_parallel_loop_*runtime,
+// omp_set_schedule, omp_get_schedule.
 //
 //   loop_runtime                      cycles through schedules set by omp_set_schedule
 //   loop_runtime expect dynamic 3     OMP_SCHEDULE must have set dynamic,3: checks that first
@@ -69,11 +69,25 @@ static void runtime_loops(omp_sched_t kind, int chunk) {
   check_schedule(kind, chunk, what);
   RECORDED_LOOP((int i = kN - 1; i >= 0; --i), kN - 1 - i, schedule(runtime));
   check_schedule(kind, chunk, what);
+  // With a modifier: GOMP_loop_runtime_* (monotonic) and
+  // GOMP_loop_nonmonotonic_runtime_* (nonmonotonic: no order promised).
   RECORDED_LOOP((int i = 0; i < kN; ++i), i, schedule(monotonic : runtime));
+  check_schedule((omp_sched_t)(kind | MONOTONIC), chunk, what);
+  RECORDED_LOOP((int i = 0; i < kN; ++i), i, schedule(nonmonotonic : runtime));
   each_once(what);
-  unsigned long long base = 0xFFFFFFFF00000000ull;
+  // Over unsigned long long, from bounds the compiler cannot narrow.
+  volatile unsigned long long top = 0xFFFFFFFF00000000ull;
+  const unsigned long long base = top;
   RECORDED_LOOP((unsigned long long u = base; u < base + kN; ++u), u - base, schedule(runtime));
   check_schedule(kind, chunk, what);
+  RECORDED_LOOP((unsigned long long u = base; u < base + kN; ++u), u - base,
+                schedule(monotonic
+                         : runtime));
+  check_schedule((omp_sched_t)(kind | MONOTONIC), chunk, what);
+  RECORDED_LOOP((unsigned long long u = base; u < base + kN; ++u), u - base,
+                schedule(nonmonotonic
+                         : runtime));
+  each_once(what);
 
   // The combined construct (GOMP_parallel_loop_*runtime).
   int* count = calloc(kN, sizeof *count);
