@@ -201,6 +201,7 @@ void run_member(worker& w, team& tm, unsigned id) {
   st.prev = saved;
   tls_state = &st;
   icv = tm.icvs;
+  if (tm.prologue != nullptr) tm.prologue(tm.prologue_arg);
   tm.fn(tm.data);
   end_of_region(tm, st);
   tls_state = saved;
@@ -327,58 +328,72 @@ bool help_once() noexcept {
   return w != nullptr && w->runtime().help_once(*w);
 }
 
-void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) {
+void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,
+                  void (*prologue)(void*), void* prologue_arg) {
   (void)flags;  // proc_bind: the workers are placed when the runtime starts
   thread_state& cur = current();
   task_icvs& icv = thread_icvs();
   unsigned n = nthreads != 0 ? nthreads : icv.nthreads;
   if (cur.active_level >= icv.max_active_levels) n = 1;
   n = std::max(1u, std::min(n, icv.thread_limit));
+  r.cur = &cur;
 
   omp_state& s = state();
   worker* self = detail::current_worker;
   const bool on_omp = self != nullptr && s.impl != nullptr && &self->runtime() == s.impl;
-  std::unique_lock<std::mutex> outermost;
-  worker* previous = nullptr;
-  runtime_impl* rt = nullptr;
-  bool seated = false;
   if (on_omp) {
-    rt = s.impl;
+    r.rt = s.impl;
   } else if (n > 1) {
-    outermost = std::unique_lock<std::mutex>(s.outermost);
+    r.outermost = std::unique_lock<std::mutex>(s.outermost);
     {
       std::lock_guard<std::mutex> lock(s.mutex);
-      // Nested regions take workers no outer team holds: room for a second
-      // level when nesting is on.
+      // Nested regions take workers no outer team holds: room for the
+      // levels below when nesting is on (up to four, at most 64 workers).
       unsigned want = n;
-      if (icv.max_active_levels > 1) {
-        const unsigned inner = icv.nthreads_rest_len > 0 ? icv.nthreads_rest[0] : n;
-        want = std::min(256u, n * std::max(1u, inner));
+      const unsigned levels = std::min(icv.max_active_levels, 4u);
+      for (unsigned l = 1; l < levels; ++l) {
+        const unsigned inner = icv.nthreads_rest_len >= l ? icv.nthreads_rest[l - 1] : n;
+        want = std::min(64u, want * std::max(1u, inner));
       }
-      rt = &ensure_runtime(s, want);
+      r.rt = &ensure_runtime(s, want);
     }
-    previous = rt->enter_seat();
-    seated = true;
-    self = &rt->worker_at(0);
+    r.previous = r.rt->enter_seat();
+    r.seated = true;
+    self = &r.rt->worker_at(0);
     std::lock_guard<std::mutex> lock(s.mutex);
     seat_of(*self).busy = true;
   } else {
     self = nullptr;  // a team of one on a thread that is no OpenMP worker
   }
+  runtime_impl* rt = r.rt;
 
-  std::vector<unsigned> members;
-  if (rt != nullptr && n > 1) reserve(*rt, self, n, members);
-  n = 1 + static_cast<unsigned>(members.size());
+  if (rt != nullptr && n > 1) {
+    // thread-limit-var bounds the threads of the whole contention group:
+    // the ones already in teams count (the caller among them).
+    std::unique_lock<std::mutex> lock(s.mutex);
+    unsigned busy = 0;
+    for (unsigned i = 0; i < rt->num_workers(); ++i) busy += seat_of(rt->worker_at(i)).busy ? 1 : 0;
+    lock.unlock();
+    if (icv.thread_limit < 0xffffffffu) {
+      const unsigned room = icv.thread_limit > busy ? icv.thread_limit - busy : 0;
+      n = std::min(n, 1 + room);
+    }
+    if (n > 1) reserve(*rt, self, n, r.members);
+  }
+  n = 1 + static_cast<unsigned>(r.members.size());
 
   team& tm = team_for(cur.level, n, rt);
+  r.tm = &tm;
   tm.level = cur.level + 1;
   tm.active_level = cur.active_level + (n > 1 ? 1 : 0);
   tm.fn = fn;
   tm.data = data;
+  tm.prologue = prologue;
+  tm.prologue_arg = prologue_arg;
   tm.rt = rt;
   tm.icvs = team_icvs(icv);
   tm.workers[0] = self;
-  for (unsigned i = 1; i < n; ++i) tm.workers[i] = &rt->worker_at(members[i - 1]);
+  for (unsigned i = 1; i < n; ++i) tm.workers[i] = &rt->worker_at(r.members[i - 1]);
   for (unsigned i = 0; i < n; ++i) {
     thread_state& st = tm.threads[i];
     st.tm = &tm;
@@ -404,16 +419,22 @@ void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) 
     rt->wake_idle(*tm.workers[i]);
   }
 
-  // Thread 0.
+  // Thread 0 enters the team; its caller runs the region's function.
   thread_state& st = tm.threads[0];
   st.prev = &cur;
   tls_state = &st;
-  const task_icvs saved_icv = icv;
+  r.saved_icv = icv;
   icv = tm.icvs;
-  fn(data);
+  if (prologue != nullptr) prologue(prologue_arg);
+}
+
+void region_end(region& r) {
+  team& tm = *r.tm;
+  const unsigned n = tm.n;
+  thread_state& st = tm.threads[0];
   end_of_region(tm, st);
-  icv = saved_icv;
-  tls_state = &cur;
+  thread_icvs() = r.saved_icv;
+  tls_state = r.cur;
 
   // Every member's last access (the acquire pairs with its release), and
   // every outside thread's (a stolen task's end, an event's fulfilment).
@@ -426,14 +447,23 @@ void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) 
       std::this_thread::yield();
     }
   }
-  if (rt != nullptr && !members.empty()) release(*rt, members);
-  if (seated) {
+  omp_state& s = state();
+  if (r.rt != nullptr && !r.members.empty()) release(*r.rt, r.members);
+  if (r.seated) {
     {
       std::lock_guard<std::mutex> lock(s.mutex);
-      seat_of(*self).busy = false;
+      seat_of(r.rt->worker_at(0)).busy = false;
     }
-    rt->leave_seat(previous);
+    r.rt->leave_seat(r.previous);
   }
+  if (r.outermost.owns_lock()) r.outermost.unlock();
+}
+
+void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) {
+  region r;
+  region_begin(r, fn, data, nthreads, flags, nullptr, nullptr);
+  fn(data);
+  region_end(r);
 }
 
 void unsupported(const char* name) noexcept {

@@ -107,6 +107,10 @@ struct team {
   unsigned active_level;
   void (*fn)(void*) = nullptr;
   void* data = nullptr;
+  // Run by every thread before fn (the legacy GOMP_parallel_loop_*_start
+  // forms: the loop's initialisation), or nullptr.
+  void (*prologue)(void*) = nullptr;
+  void* prologue_arg = nullptr;
   detail::runtime_impl* rt = nullptr;
   std::vector<detail::worker*> workers;   // the worker of each thread
   task_icvs icvs;                   // the ICVs its threads start with
@@ -176,6 +180,23 @@ void set_current(thread_state* st) noexcept;
 // Runs fn(data) on a team: GOMP_parallel's body. nthreads 0: the ICV's
 // choice; flags: GOMP_parallel's (the proc_bind in its low bits).
 MOTE_API void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags);
+// The same in two halves, for gcc's older entry points (GOMP_parallel_start
+// and GOMP_parallel_end, between which the caller runs fn itself as thread
+// 0): region_begin starts the team (every thread runs prologue(arg) first,
+// thread 0 before region_begin returns); region_end is the region's end.
+struct region {
+  thread_state* cur = nullptr;
+  std::unique_lock<std::mutex> outermost;
+  detail::worker* previous = nullptr;
+  detail::runtime_impl* rt = nullptr;
+  bool seated = false;
+  std::vector<unsigned> members;
+  team* tm = nullptr;
+  task_icvs saved_icv;
+};
+MOTE_API void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,
+                           void (*prologue)(void*), void* prologue_arg);
+MOTE_API void region_end(region& r);
 // The barrier of the calling thread's team (GOMP_barrier, and the implicit
 // barriers of worksharing): waits for every thread and for the team's
 // explicit tasks, running tasks meanwhile. Returns true when the region was

@@ -762,6 +762,8 @@ void run_sections_region(void* p) {
 
 }  // namespace
 
+void sections_enter(unsigned count) { (void)enter_sections(locate(), count, nullptr, nullptr); }
+
 unsigned sections_start(unsigned count, void** mem, std::uintptr_t* reductions) {
   if (enter_sections(locate(), count, mem, reductions) == nullptr) return 0;
   return sections_next();

@@ -249,6 +249,9 @@ MOTE_API void doacross_wait(const std::uint64_t* v);
 // and reductions as loop_start's.
 MOTE_API unsigned sections_start(unsigned count, void** mem, std::uintptr_t* reductions = nullptr);
 MOTE_API unsigned sections_next();
+// Enters the next construct, a sections of `count`, taking no section (the
+// threads of a region started by GOMP_parallel_sections_start).
+MOTE_API void sections_enter(unsigned count);
 // GOMP_sections_end*: as loop_end*.
 // The region of GOMP_parallel_sections, as parallel_loop.
 MOTE_API void parallel_sections(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,

@@ -1,10 +1,16 @@
 // libgomp's entry points for parallel regions, barriers, cancellation and
 // host teams, on mote's OpenMP model (src/omp/team.hpp).
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
 #include <cstdint>
 
+#include "omp/gomp/abi.hpp"
 #include "omp/icv.hpp"
 #include "omp/tasks.hpp"
+#include "omp/worksharing.hpp"
 #include "omp/team.hpp"
 
 namespace {
@@ -44,6 +50,113 @@ void GOMP_barrier() { (void)mote::omp::barrier(); }
 
 // GOMP_4.0: a barrier in a region that may be cancelled: true when it was.
 bool GOMP_barrier_cancel() { return mote::omp::barrier(); }
+
+// ---- gcc's entry points before 4.9: a region in two halves ---------------------
+// GOMP_parallel_start starts the team and returns; the caller runs the body
+// as thread 0, then calls GOMP_parallel_end. The halves of one thread nest.
+
+bool GOMP_loop_start(long start, long end, long incr, long sched, long chunk, long* istart, long* iend,
+                     std::uintptr_t* reductions, void** mem);
+unsigned GOMP_sections_start(unsigned count);
+
+}  // extern "C"
+
+namespace {
+
+thread_local std::vector<std::unique_ptr<mote::omp::region>> tl_legacy_regions;
+
+void legacy_begin(void (*fn)(void*), void* data, unsigned num_threads, void (*prologue)(void*), void* arg) {
+  auto r = std::make_unique<mote::omp::region>();
+  mote::omp::region_begin(*r, fn, data, num_threads, 0, prologue, arg);
+  tl_legacy_regions.push_back(std::move(r));
+}
+
+// The loop of a GOMP_parallel_loop_*_start, entered by every thread of the
+// region before the body (GOMP_loop_start with no chunk wanted).
+struct legacy_loop {
+  long start, end, incr, sched, chunk;
+};
+void enter_legacy_loop(void* p) {
+  auto* l = static_cast<legacy_loop*>(p);
+  (void)GOMP_loop_start(l->start, l->end, l->incr, l->sched, l->chunk, nullptr, nullptr, nullptr, nullptr);
+}
+
+void legacy_loop_begin(void (*fn)(void*), void* data, unsigned num_threads, long start, long end, long incr,
+                       long sched, long chunk) {
+  // The loop's description lives until the region's end (every thread has
+  // entered the loop by then).
+  static thread_local std::vector<std::unique_ptr<legacy_loop>> loops;
+  loops.push_back(std::make_unique<legacy_loop>(legacy_loop{start, end, incr, sched, chunk}));
+  legacy_begin(fn, data, num_threads, enter_legacy_loop, loops.back().get());
+}
+
+// The sections construct of a GOMP_parallel_sections_start, entered by
+// every thread before the body (which asks GOMP_sections_next).
+void enter_legacy_sections(void* p) { mote::omp::sections_enter(static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(p))); }
+
+}  // namespace
+
+extern "C" {
+
+void GOMP_parallel_start(void (*fn)(void*), void* data, unsigned num_threads) {
+  legacy_begin(fn, data, num_threads, nullptr, nullptr);
+}
+
+void GOMP_parallel_end() {
+  if (tl_legacy_regions.empty()) return;
+  std::unique_ptr<mote::omp::region> r = std::move(tl_legacy_regions.back());
+  tl_legacy_regions.pop_back();
+  mote::omp::region_end(*r);
+}
+
+// GOMP_parallel_loop_<schedule>_start (GOMP_1.0): gcc's GFS_ codes.
+void GOMP_parallel_loop_static_start(void (*fn)(void*), void* data, unsigned n, long start, long end, long incr,
+                                     long chunk) {
+  legacy_loop_begin(fn, data, n, start, end, incr, GFS_STATIC, chunk);
+}
+void GOMP_parallel_loop_dynamic_start(void (*fn)(void*), void* data, unsigned n, long start, long end, long incr,
+                                      long chunk) {
+  legacy_loop_begin(fn, data, n, start, end, incr, GFS_DYNAMIC | GFS_MONOTONIC, chunk);
+}
+void GOMP_parallel_loop_guided_start(void (*fn)(void*), void* data, unsigned n, long start, long end, long incr,
+                                     long chunk) {
+  legacy_loop_begin(fn, data, n, start, end, incr, GFS_GUIDED | GFS_MONOTONIC, chunk);
+}
+void GOMP_parallel_loop_runtime_start(void (*fn)(void*), void* data, unsigned n, long start, long end,
+                                      long incr) {
+  legacy_loop_begin(fn, data, n, start, end, incr, GFS_RUNTIME, 0);
+}
+
+void GOMP_parallel_sections_start(void (*fn)(void*), void* data, unsigned n, unsigned count) {
+  legacy_begin(fn, data, n, enter_legacy_sections, reinterpret_cast<void*>(static_cast<std::uintptr_t>(count)));
+}
+
+// GOMP_error and GOMP_warning: the error directive (gcc 12), as GNU's
+// library reports it. msglen (size_t)-1: msg is NUL-terminated.
+void GOMP_warning(const char* msg, std::size_t msglen) {
+  if (msg == nullptr) {
+    std::fputs("libgomp: error directive encountered\n", stderr);
+  } else if (msglen == static_cast<std::size_t>(-1)) {
+    std::fprintf(stderr, "libgomp: error directive encountered: %s\n", msg);
+  } else {
+    std::fputs("\nlibgomp: error directive encountered: ", stderr);
+    std::fwrite(msg, 1, msglen, stderr);
+    std::fputc('\n', stderr);
+  }
+}
+
+void GOMP_error(const char* msg, std::size_t msglen) {
+  if (msg == nullptr) {
+    std::fputs("libgomp: fatal error: error directive encountered\n", stderr);
+  } else if (msglen == static_cast<std::size_t>(-1)) {
+    std::fprintf(stderr, "libgomp: fatal error: error directive encountered: %s\n", msg);
+  } else {
+    std::fputs("\nlibgomp: fatal error: error directive encountered: ", stderr);
+    std::fwrite(msg, 1, msglen, stderr);
+    std::fputc('\n', stderr);
+  }
+  std::exit(EXIT_FAILURE);
+}
 
 // GOMP_4.0: #pragma omp cancel <construct> [if(c)]: with OMP_CANCELLATION
 // off, nothing is cancelled and false is returned (the construct goes on).
