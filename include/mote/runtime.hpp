@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -87,6 +88,12 @@ struct runtime_options {
   // it are placed as usual, from the second CPU of the binding on. Only the
   // front ends inside mote take the seat (the runtime's internal interface).
   bool caller_seat = false;
+  // The stack of each worker thread, in bytes (0: the system's default, 8 MiB
+  // on Debian). Deep recursion inside tasks (a task that waits for a child
+  // that waits for its own, thousands deep) needs more.
+  //
+  //   o.stack_size = 64 << 20;   // 64 MiB per worker
+  std::size_t stack_size = 0;
   // The machine as the runtime should see it (default: topology::system()).
   // Workers are placed, and loop teams formed, from it. For trying the shape
   // of another machine, with bind = none (its CPUs need not exist here).

@@ -348,6 +348,7 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
   }
   cfg.assistants = options.assistants;
   cfg.caller_seat = options.caller_seat;
+  cfg.stack_size = options.stack_size;
   if (cfg.caller_seat && cfg.assistants) {
     throw config_error("runtime_options::caller_seat and runtime_options::assistants cannot be combined "
                        "(worker 0 has no thread of its own to own an assistant)");

@@ -48,7 +48,9 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
   register_spinners(spinner_cpus());
   try {
     // With a caller seat, worker 0's thread is whoever enters the seat.
-    for (unsigned i = first_thread(); i < n; ++i) threads_.emplace_back([this, i] { worker_main(i); });
+    for (unsigned i = first_thread(); i < n; ++i) {
+      threads_.emplace_back(config_.stack_size, [this, i] { worker_main(i); });
+    }
   } catch (...) {
     stop_.store(true, std::memory_order_seq_cst);
     wake_all();
@@ -61,10 +63,8 @@ runtime_impl::runtime_impl(const resolved_config& config, runtime* facade)
 runtime_impl::~runtime_impl() {
   if (orphaned()) {
     // In a child process after fork(): the threads do not exist, so there is
-    // nothing to stop or join (and the child forgot them as spinners). A
-    // std::thread that was never joined cannot be destroyed, so they are left
-    // behind (a few words each).
-    new std::vector<std::thread>(std::move(threads_));  // NOLINT: deliberately leaked
+    // nothing to stop or join (and the child forgot them as spinners).
+    threads_.clear();  // os_thread leaves a thread it never joined alone
     return;
   }
   if (current_worker != nullptr && &current_worker->runtime() == this) {

@@ -20,6 +20,7 @@
 #include "mote/detail/worker.hpp"
 #include "mote/runtime.hpp"
 #include "core/config.hpp"
+#include "core/os_thread.hpp"
 #include "core/extension.hpp"
 #include "scheduler/scheduler.hpp"
 #include "wait/event_count.hpp"
@@ -155,7 +156,7 @@ class runtime_impl {
   std::int64_t spin_ns_;
   std::uint64_t generation_;  // the fork generation it was created in
   std::vector<std::unique_ptr<worker>> workers_;
-  std::vector<std::thread> threads_;
+  std::vector<os_thread> threads_;
 
   // Injection queue: rare (one entry per external call or outside spawn), so
   // a mutex is the right tool. A list linked through queued_task::next,

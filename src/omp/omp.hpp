@@ -15,5 +15,8 @@ namespace mote::omp {
 
 // omp_get_place_num: the place the calling thread is bound to, or -1.
 MOTE_API int place_num() noexcept;
+// Binds the calling (initial) thread to the first place when OMP_PLACES or
+// OMP_PROC_BIND ask for binding (libgomp.so.1's constructor).
+MOTE_API void bind_initial_thread();
 
 }  // namespace mote::omp

@@ -66,6 +66,13 @@ thread_state& initial_state() {
   return *mine;
 }
 
+// Are threads bound to places (OMP_PLACES given, or OMP_PROC_BIND other
+// than false)?
+bool binds(const global_icvs& g) {
+  if (g.places.empty()) return false;
+  return g.initial.bind != bind_false || std::getenv("OMP_PLACES") != nullptr;
+}
+
 std::int64_t spin_ns_for_omp() {
   // OMP_WAIT_POLICY / GOMP_SPINCOUNT choose how long an idle OpenMP thread
   // spins before it sleeps, when MOTE_SPIN_US does not (explicit > MOTE_* >
@@ -94,7 +101,37 @@ runtime_impl& ensure_runtime(omp_state& s, unsigned want) {
     const std::int64_t ns = spin_ns_for_omp();
     if (ns >= 0) o.spin = std::chrono::microseconds(ns / 1000);
   }
-  s.rt = std::make_unique<mote::runtime>(o);
+  const global_icvs& g = globals();
+  o.stack_size = g.stacksize;  // OMP_STACKSIZE / GOMP_STACKSIZE
+  if (std::getenv("MOTE_BIND") == nullptr && binds(g)) {
+    // OMP_PLACES / OMP_PROC_BIND: worker i on place i (its first CPU), as
+    // GNU's close binding puts a team's threads; thread 0, in the seat, is
+    // bound to the first place already (bind_initial_thread).
+    binding b;
+    b.mode = binding::kind::list;
+    for (const place& p : g.places) {
+      if (!p.empty()) b.cpus.push_back(p.front());
+    }
+    if (!b.cpus.empty()) o.bind = b;
+  }
+  // The calling thread may be bound to its place already (thread 0): the
+  // runtime is made with the process's CPUs in view (mote checks the
+  // binding against the caller's affinity), then the binding is restored.
+  cpu_set_t mine;
+  const bool restore = binds(g) && sched_getaffinity(0, sizeof(mine), &mine) == 0 && !g.allowed_cpus.empty();
+  if (restore) {
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int c : g.allowed_cpus) CPU_SET(c, &all);
+    (void)sched_setaffinity(0, sizeof(all), &all);
+  }
+  try {
+    s.rt = std::make_unique<mote::runtime>(o);
+  } catch (...) {
+    if (restore) (void)sched_setaffinity(0, sizeof(mine), &mine);
+    throw;
+  }
+  if (restore) (void)sched_setaffinity(0, sizeof(mine), &mine);
   s.impl = &detail::runtime_access::impl(*s.rt);
   return *s.impl;
 }
@@ -474,14 +511,21 @@ void unsupported(const char* name) noexcept {
 
 // ---- Queries ----------------------------------------------------------------------
 
+void bind_initial_thread() {
+  // As GNU's library does at start: the initial thread on the first place.
+  const global_icvs& g = globals();
+  if (!binds(g) || g.places.front().empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : g.places.front()) CPU_SET(c, &set);
+  (void)sched_setaffinity(0, sizeof(set), &set);
+}
+
 int place_num() noexcept {
   // The place holding the CPU the thread runs on (workers are pinned; the
   // primary thread keeps its own affinity): -1 without places.
   const global_icvs& g = globals();
   if (g.places.empty()) return -1;
-  // The initial thread is in the first place (GNU's libgomp binds it there).
-  const thread_state& st = current();
-  if (st.self == nullptr || st.id == 0) return 0;
   const int cpu = sched_getcpu();
   for (std::size_t p = 0; p < g.places.size(); ++p) {
     for (int c : g.places[p]) {

@@ -2,9 +2,13 @@
 // OMP_DISPLAY_ENV's output written, when the library is loaded, before the
 // program's main, as GNU's library does (scripts read them there).
 #include "omp/icv.hpp"
+#include "omp/omp.hpp"
 
 namespace {
 
-__attribute__((constructor)) void load_libgomp() { mote::omp::initialize(); }
+__attribute__((constructor)) void load_libgomp() {
+  mote::omp::initialize();
+  mote::omp::bind_initial_thread();
+}
 
 }  // namespace
