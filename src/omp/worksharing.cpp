@@ -31,6 +31,9 @@ constexpr std::uint64_t slot_state(std::uint64_t number, std::uint64_t phase) no
 }
 
 static_assert((kWsRing & (kWsRing - 1)) == 0, "the ring's size is a power of two");
+// Slots (and their shared counters) never share a line with a neighbour.
+static_assert(alignof(ws_construct) == cache_line && sizeof(ws_construct) % cache_line == 0);
+static_assert(alignof(detail::loop_stripe) == cache_line);
 
 // Spin window of a wait when the team has no runtime to ask (a team of one).
 constexpr std::int64_t kDefaultSpinNs = 100'000;
