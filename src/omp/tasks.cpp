@@ -31,6 +31,7 @@
 #include "mote/dataflow.hpp"
 #include "mote/detail/dataflow_records.hpp"
 #include "wait/idle.hpp"
+#include "omp/gomp/abi.hpp"
 
 namespace mote::omp {
 
@@ -39,16 +40,21 @@ using detail::worker;
 
 namespace {
 
-constexpr unsigned kFlagUntied = 1;
-constexpr unsigned kFlagFinal = 2;
-constexpr unsigned kFlagDepend = 8;
-constexpr unsigned kFlagPriority = 16;
-constexpr unsigned kFlagUp = 32;
-constexpr unsigned kFlagGrainsize = 256;
-constexpr unsigned kFlagIf = 512;
-constexpr unsigned kFlagNogroup = 1024;
-constexpr unsigned kFlagReduction = 2048;
-constexpr unsigned kFlagDetach = 4096;
+// How many OpenMP task bodies the calling thread is inside (task_depth()).
+constinit thread_local int tl_task_depth = 0;
+
+// gcc's flags (gomp-constants.h, through abi.hpp).
+constexpr unsigned kFlagUntied = GOMP_TASK_FLAG_UNTIED;
+constexpr unsigned kFlagFinal = GOMP_TASK_FLAG_FINAL;
+constexpr unsigned kFlagDepend = GOMP_TASK_FLAG_DEPEND;
+constexpr unsigned kFlagPriority = GOMP_TASK_FLAG_PRIORITY;
+constexpr unsigned kFlagUp = GOMP_TASK_FLAG_UP;
+constexpr unsigned kFlagGrainsize = GOMP_TASK_FLAG_GRAINSIZE;
+constexpr unsigned kFlagIf = GOMP_TASK_FLAG_IF;
+constexpr unsigned kFlagNogroup = GOMP_TASK_FLAG_NOGROUP;
+constexpr unsigned kFlagReduction = GOMP_TASK_FLAG_REDUCTION;
+constexpr unsigned kFlagDetach = GOMP_TASK_FLAG_DETACH;
+constexpr unsigned kFlagStrict = GOMP_TASK_FLAG_STRICT;
 
 // The kinds an omp_depend_t (depobj) holds.
 constexpr std::uintptr_t kDependIn = 1;
@@ -144,10 +150,15 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
     return;
   }
   runtime_impl& rt = self->runtime();
+  thread_state& st = current();
+  team* const tm = st.tm;
+  auto done_or_bounced = [&done, tm] {
+    return done() || (tm != nullptr && tm->bounced.load(std::memory_order_seq_cst) != nullptr);
+  };
   detail::idle_wait idle(rt.spin_ns());
   for (;;) {
     if (done()) return;
-    if (rt.help_once(*self)) {
+    if (run_bounced(st) || rt.help_once(*self)) {
       idle.reset();
       continue;
     }
@@ -156,8 +167,9 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
     // before park_waiting's announcement and last look at done(); the
     // completion changes what done() reads (seq_cst) before it loads the slot.
     slot->store(&self->park_word(), std::memory_order_seq_cst);
+    using look = decltype(done_or_bounced);
     rt.park_waiting(
-        *self, [](const void* d) { return (*static_cast<const Done*>(d))(); }, &done, 50'000'000);
+        *self, [](const void* d) { return (*static_cast<const look*>(d))(); }, &done_or_bounced, 50'000'000);
     slot->store(nullptr, std::memory_order_relaxed);
     idle.reset();
   }
@@ -186,46 +198,35 @@ void release_ref(omp_task* t) noexcept {
 // event was fulfilled). st: the thread's state in t's team, or nullptr for a
 // thread outside it (then counted in foreign_completed, and the caller holds
 // foreign_active).
+void complete_counts(omp_task* t, thread_state* st) noexcept;
+
+// Takes back every count of a finished task, then the body's own reference.
 void complete(omp_task* t, thread_state* st) noexcept {
+  complete_counts(t, st);
+  release_ref(t);  // the body's own reference
+}
+
+void complete_counts(omp_task* t, thread_state* st) noexcept {
   team* tm = t->tm;
   if (taskgroup* g = t->group) {
     if (g->count.fetch_sub(1, std::memory_order_seq_cst) == 1) notify_waiter(g->waiter);
   }
   if (t->parent != nullptr) release_ref(t->parent);
   if (tm != nullptr) {
-    if (st != nullptr) {
-      st->count_completion();
-    } else {
-      tm->foreign_completed.fetch_add(1, std::memory_order_release);
-    }
+    st->count_completion();
     tm->barrier.notify_waiters();
   }
-  release_ref(t);  // the body's own reference
 }
 
 // Runs t's body on this thread with the thread's state in t's team current
 // (or a stand-in for a thread outside it), then its completion.
-void run_body(omp_task* t, bool in_dataflow) noexcept {
-  team* tm = t->tm;
-  thread_state* const saved = &current();
-  thread_state* st = tm != nullptr ? state_in(tm) : saved;
-  thread_state stand_in;
-  bool foreign = false;
-  if (st == nullptr) {
-    // A worker outside the team stole it: it runs as thread 0 of the team
-    // would see it, counted apart (foreign_active keeps the team alive).
-    foreign = true;
-    tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
-    stand_in.tm = tm;
-    stand_in.level = tm->level;
-    stand_in.active_level = tm->active_level;
-    stand_in.outer = tm->threads[0].outer;
-    stand_in.self = detail::current_worker;
-    stand_in.foreign = true;
-    stand_in.prev = saved;
-    st = &stand_in;
-  }
+// Runs t's body with st current (the thread's state in t's team, or a
+// stand-in for a thread outside it), then its completion. Kept small: a
+// chain of tasks that each wait for the next nests one of these per level
+// on the stack.
+void run_in(omp_task* t, thread_state* st, thread_state* saved, bool in_dataflow) noexcept {
   set_current(st);
+  ++tl_task_depth;
   omp_task* const outer_task = st->task;
   st->task = t;
   // Scopes made in the body are OpenMP's sibling scopes, not nested in the
@@ -233,21 +234,79 @@ void run_body(omp_task* t, bool in_dataflow) noexcept {
   detail::df_task* const df = detail::df_exchange_current_task(nullptr);
   const bool skip = t->group != nullptr && t->group->cancelled.load(std::memory_order_relaxed);
   if (!skip) t->fn(t->arg);
-  finish_scope(*t);
-  if (in_dataflow && t->holds.load(std::memory_order_acquire) == 2) {
+  if (t->scope != nullptr) finish_scope(*t);
+  if (in_dataflow && t->detached) {
     // Detached with dependences: the successors wait for the event, so the
-    // data-flow task ends only when it is fulfilled.
+    // data-flow task ends only when it is fulfilled (fulfill_event holds a
+    // reference to t across its notification).
     wait_until([t] { return t->fulfilled.load(std::memory_order_seq_cst) != 0; }, &t->waiter);
-    t->holds.store(1, std::memory_order_relaxed);
   }
   detail::df_exchange_current_task(df);
   st->task = outer_task;
+  --tl_task_depth;
   set_current(saved);
-  if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, foreign ? nullptr : st);
-  if (foreign) tm->foreign_active.fetch_sub(1, std::memory_order_release);
+  // Detached and not yet fulfilled: fulfill_event completes it (and drops
+  // the body's reference then, keeping the record for the event until then).
+  if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, st);
 }
 
-void run_scheduled(detail::task* base, worker&) noexcept { run_body(static_cast<omp_task*>(base), false); }
+// A data-flow task of a team that a worker outside the team runs (it cannot
+// hand it back: see bounce): it runs as the team's thread 0 would see it,
+// counted apart (foreign_active keeps the team alive).
+__attribute__((noinline)) void run_foreign(omp_task* t, thread_state* saved, bool in_dataflow) noexcept {
+  team* tm = t->tm;
+  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
+  thread_state stand_in;
+  stand_in.tm = tm;
+  stand_in.level = tm->level;
+  stand_in.active_level = tm->active_level;
+  stand_in.outer = tm->threads[0].outer;
+  stand_in.self = detail::current_worker;
+  stand_in.foreign = true;
+  stand_in.prev = saved;
+  run_in(t, &stand_in, saved, in_dataflow);
+  tm->foreign_active.fetch_sub(1, std::memory_order_release);
+}
+
+void run_body(omp_task* t, bool in_dataflow) noexcept {
+  thread_state* const saved = &current();
+  thread_state* st = t->tm == nullptr ? saved : saved->tm == t->tm ? saved : state_in(t->tm);
+  if (MOTE_UNLIKELY(st == nullptr)) {
+    run_foreign(t, saved, in_dataflow);
+    return;
+  }
+  run_in(t, st, saved, in_dataflow);
+}
+
+// A worker outside t's team took t (a steal, or the injection queue): it
+// hands t back to the team, whose threads run it in their waits (an
+// OpenMP task runs on a thread of its team: omp_get_thread_num, task
+// reductions' copies). The team cannot end meanwhile (t is pending), and
+// foreign_active keeps it alive until the wake-ups below are done.
+void bounce(omp_task* t) noexcept {
+  team* tm = t->tm;
+  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
+  omp_task* head = tm->bounced.load(std::memory_order_relaxed);
+  do {
+    t->next = head;
+    // seq_cst: the publication side of the Dekker pairs with the members'
+    // sleeps (wait_until's done() and the barrier's) before the wake-ups.
+  } while (!tm->bounced.compare_exchange_weak(head, t, std::memory_order_seq_cst, std::memory_order_relaxed));
+  for (worker* w : tm->workers) {
+    if (w != nullptr) runtime_impl::wake_parked(w->park_word());
+  }
+  tm->barrier.notify_waiters();
+  tm->foreign_active.fetch_sub(1, std::memory_order_release);
+}
+
+void run_scheduled(detail::task* base, worker&) noexcept {
+  auto* t = static_cast<omp_task*>(base);
+  if (t->tm != nullptr && state_in(t->tm) == nullptr) {
+    bounce(t);
+    return;
+  }
+  run_body(t, false);
+}
 
 // Copies the arguments into dst (aligned for them).
 void copy_args(const task_args& a, void* dst) {
@@ -309,6 +368,28 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
 
 }  // namespace
 
+int task_depth() noexcept { return tl_task_depth; }
+
+bool run_bounced(thread_state& st) noexcept {
+  team* tm = st.tm;
+  if (tm == nullptr || st.foreign || tm->bounced.load(std::memory_order_relaxed) == nullptr) return false;
+  // Take the whole stack (acquire: the tasks' contents), run the first, and
+  // push the rest back.
+  omp_task* list = tm->bounced.exchange(nullptr, std::memory_order_acquire);
+  if (list == nullptr) return false;
+  auto* rest = static_cast<omp_task*>(list->next);
+  while (rest != nullptr) {
+    auto* next = static_cast<omp_task*>(rest->next);
+    omp_task* head = tm->bounced.load(std::memory_order_relaxed);
+    do {
+      rest->next = head;
+    } while (!tm->bounced.compare_exchange_weak(head, rest, std::memory_order_release, std::memory_order_relaxed));
+    rest = next;
+  }
+  run_body(list, false);
+  return true;
+}
+
 bool in_final() noexcept {
   const thread_state& st = current();
   return st.task != nullptr && st.task->is_final;
@@ -339,6 +420,7 @@ void task(const task_args& a) {
       auto* ev = new omp_task();
       ev->holds.store(1, std::memory_order_relaxed);
       *static_cast<void**>(a.detach) = ev;
+      if (a.data != nullptr) *static_cast<void**>(a.data) = ev;
       run_undeferred(b, st, final_task);
       wait_until([ev] { return ev->fulfilled.load(std::memory_order_seq_cst) != 0; }, &ev->waiter);
       delete ev;
@@ -359,8 +441,13 @@ void task(const task_args& a) {
   t->is_explicit = true;
   t->priority = (a.flags & kFlagPriority) != 0 ? a.priority : 0;
   if (detach) {
-    t->holds.store(2, std::memory_order_relaxed);
+    t->detached = true;
+    t->in_dataflow = !deps.accesses.empty();
+    t->holds.store(t->in_dataflow ? 1 : 2, std::memory_order_relaxed);
+    // The event is the record; gcc reads it both from the variable named by
+    // the clause and from the first word of the task's data.
     *static_cast<void**>(a.detach) = t;
+    if (a.data != nullptr) *static_cast<void**>(a.data) = t;
   }
   try {
     copy_args(a, arg);
@@ -447,20 +534,35 @@ bool taskgroup_cancelled() noexcept {
 void fulfill_event(void* event) {
   auto* t = static_cast<omp_task*>(event);
   if (!t->is_explicit) {
-    // An undeferred task's event (see task()): its waiter polls the flag.
+    // An undeferred task's event (see task()): its waiter polls the flag
+    // and frees the record after, so the notification goes first.
+    std::atomic<std::uint32_t>* word = t->waiter.load(std::memory_order_seq_cst);
     t->fulfilled.store(1, std::memory_order_seq_cst);
-    notify_waiter(t->waiter);
+    if (word != nullptr) detail::runtime_impl::wake_parked(*word);
     return;
   }
-  // Dependences: the data-flow task waits for the flag (run_body).
+  // Pinned by a reference of its own: the task's body may end, complete it
+  // and drop its references at any moment from here on.
+  t->refs.fetch_add(1, std::memory_order_relaxed);
+  team* tm = t->tm;
+  // Counted among the team's outside threads: the completion below may be
+  // the team's last, and the team must outlive this call (parallel() waits
+  // for foreign_active to drop to 0).
+  if (tm != nullptr) tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
   t->fulfilled.store(1, std::memory_order_seq_cst);
   notify_waiter(t->waiter);
-  // The completion belongs to whoever drops the last hold: the body's end or
-  // this call. Here the thread is outside the team's bookkeeping.
-  team* tm = t->tm;
-  if (tm != nullptr) tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
-  if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, nullptr);
+  if (!t->in_dataflow) {
+    // The completion belongs to whoever drops the last hold: the body's end
+    // or this call.
+    if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      thread_state outside;
+      outside.tm = tm;
+      outside.foreign = true;
+      complete(t, &outside);
+    }
+  }
   if (tm != nullptr) tm->foreign_active.fetch_sub(1, std::memory_order_release);
+  release_ref(t);
 }
 
 void end_implicit_task(thread_state& st) { finish_scope(st.implicit); }
@@ -653,9 +755,16 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
   }
   if (iters > 0) {
     unsigned long long ntasks;
+    unsigned long long strict_grain = 0;
     if ((flags & kFlagGrainsize) != 0) {
       const unsigned long long grain = std::max<unsigned long>(num_tasks, 1);
-      ntasks = std::max<unsigned long long>(iters / grain, 1);
+      if ((flags & kFlagStrict) != 0) {
+        // strict: every task but one runs exactly grain iterations.
+        ntasks = (iters + grain - 1) / grain;
+        strict_grain = grain;
+      } else {
+        ntasks = std::max<unsigned long long>(iters / grain, 1);
+      }
     } else if (num_tasks != 0) {
       ntasks = std::min<unsigned long long>(num_tasks, iters);
     } else {
@@ -670,7 +779,8 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
     const std::size_t align = static_cast<std::size_t>(std::max(arg_align, 1L));
     void* scratch = ::operator new(std::max<std::size_t>(size, 2 * sizeof(T)), std::align_val_t{std::max(align, alignof(T))});
     for (unsigned long long k = 0; k < ntasks; ++k) {
-      const unsigned long long count = base + (k < extra ? 1 : 0);
+      unsigned long long count = base + (k < extra ? 1 : 0);
+      if (strict_grain != 0) count = k + 1 < ntasks ? strict_grain : iters - strict_grain * (ntasks - 1);
       const T e = static_cast<T>(s + static_cast<T>(count) * step);
       if (cpyfn != nullptr) {
         cpyfn(scratch, data);

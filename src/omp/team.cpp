@@ -1,6 +1,7 @@
 // OpenMP teams on mote's workers: the OpenMP runtime, regions, the barrier
 // and the queries. team.hpp has the shape; docs/openmp.md the mapping.
 #include "omp/team.hpp"
+#include "omp/omp.hpp"
 
 #include <emmintrin.h>
 #include <sched.h>
@@ -140,7 +141,31 @@ task_icvs team_icvs(const task_icvs& enc) {
 }
 
 void end_of_region(team& tm, thread_state& st) {
-  team_barrier(tm, st);
+  if (!globals().cancellation || tm.n == 1) {
+    team_barrier(tm, st);
+  } else {
+    // With cancellation, a thread that cancelled the region goes straight
+    // here while others may still be in a barrier of the region body
+    // (GOMP_barrier_cancel); that episode then releases both. So the end is
+    // the first episode that every thread entered from here: the root
+    // decides it (in ready(), when all have arrived) from at_end, which each
+    // thread raised before it arrived, and publishes it with the release.
+    // The root of the next episode writes final_episode only after every
+    // thread has arrived again, so each thread reads this episode's answer.
+    tm.at_end.fetch_add(1, std::memory_order_relaxed);
+    worker* self = st.self;
+    runtime_impl* rt = self != nullptr ? &self->runtime() : nullptr;
+    for (;;) {
+      tm.barrier.wait(
+          st.id, [rt, self, &st] { return run_bounced(st) || (rt != nullptr && rt->help_once(*self)); },
+          [&tm] {
+            if (!team_tasks_done(tm)) return false;
+            tm.final_episode = tm.at_end.load(std::memory_order_relaxed) == tm.n;
+            return true;
+          });
+      if (tm.final_episode) break;
+    }
+  }
   end_implicit_task(st);
 }
 
@@ -173,6 +198,9 @@ bool seat_help(worker& w) noexcept {
   // Relaxed first: the common case (no region for this worker) stays a load
   // of a line nobody writes. The acquire below orders `id` and the team.
   if (MOTE_LIKELY(s.mailbox.load(std::memory_order_relaxed) == nullptr)) return false;
+  // Not from inside a task this worker runs (it would nest the region in a
+  // task that the region's end waits for): from its idle loop only.
+  if (task_depth() != 0 || w.inside_task()) return false;
   team* tm = s.mailbox.load(std::memory_order_acquire);
   s.mailbox.store(nullptr, std::memory_order_relaxed);
   run_member(w, *tm, s.id);
@@ -206,6 +234,19 @@ thread_state& current() noexcept {
 }
 
 void set_current(thread_state* st) noexcept { tls_state = st; }
+
+void run_as_initial_thread(void (*fn)(void*), void* arg) {
+  thread_state fresh;
+  fresh.task = &fresh.implicit;
+  thread_state* const saved = tls_state;
+  task_icvs& icv = thread_icvs();
+  const task_icvs saved_icv = icv;
+  tls_state = &fresh;
+  fn(arg);
+  end_implicit_task(fresh);
+  tls_state = saved;
+  icv = saved_icv;
+}
 
 thread_state* state_in(team* tm) noexcept {
   for (thread_state* s = &current(); s != nullptr; s = s->prev) {
@@ -244,12 +285,15 @@ void team_barrier(team& tm, thread_state& st) {
   }
   runtime_impl& rt = self->runtime();
   tm.barrier.wait(
-      st.id, [&rt, self] { return rt.help_once(*self); }, [&tm] { return team_tasks_done(tm); });
+      st.id, [&rt, self, &st] { return run_bounced(st) || rt.help_once(*self); },
+      [&tm] { return team_tasks_done(tm); });
 }
 
 bool barrier() {
   thread_state& st = current();
   if (st.tm == nullptr) return false;
+  // A cancelled region's threads go to its end: no barrier holds them.
+  if (st.tm->cancelled.load(std::memory_order_relaxed)) return true;
   team_barrier(*st.tm, st);
   return st.tm->cancelled.load(std::memory_order_relaxed);
 }
@@ -322,6 +366,8 @@ void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) 
     st.self = tm.workers[i];
     st.task = &st.implicit;
     st.implicit.tm = &tm;
+    st.team_num = cur.team_num;
+    st.num_teams = cur.num_teams;
   }
   // Hand the region to the members: id, then the mailbox (seq_cst: see seat),
   // then wake the worker if it sleeps or is about to.
@@ -371,6 +417,23 @@ void unsupported(const char* name) noexcept {
 }
 
 // ---- Queries ----------------------------------------------------------------------
+
+int place_num() noexcept {
+  // The place holding the CPU the thread runs on (workers are pinned; the
+  // primary thread keeps its own affinity): -1 without places.
+  const global_icvs& g = globals();
+  if (g.places.empty()) return -1;
+  // The initial thread is in the first place (GNU's libgomp binds it there).
+  const thread_state& st = current();
+  if (st.self == nullptr || st.id == 0) return 0;
+  const int cpu = sched_getcpu();
+  for (std::size_t p = 0; p < g.places.size(); ++p) {
+    for (int c : g.places[p]) {
+      if (c == cpu) return static_cast<int>(p);
+    }
+  }
+  return 0;
+}
 
 int thread_num() noexcept { return static_cast<int>(current().id); }
 int num_threads() noexcept {

@@ -60,6 +60,8 @@ struct omp_task : detail::queued_task {
   std::atomic<std::uint32_t> fulfilled{0};
   bool is_final = false;
   bool is_explicit = false;
+  bool detached = false;      // made with a detach clause
+  bool in_dataflow = false;   // a detached task run as a data-flow task (tasks.cpp)
   int priority = 0;
 };
 
@@ -79,6 +81,10 @@ struct alignas(cache_line) thread_state {
   omp_task* task = nullptr;         // the task running here (&implicit, or an explicit one)
   omp_task implicit;                // this thread's implicit task in the team
   bool foreign = false;             // a stand-in for a worker outside the team (tasks.cpp)
+  // Host teams (GOMP_teams_reg): the league this thread's task belongs to;
+  // a region's threads inherit it from the thread that encountered it.
+  int team_num = 0;
+  int num_teams = 1;
   ws_thread_state ws;               // worksharing.hpp: this thread's place in the team's constructs
 
   // The explicit tasks this thread made and finished, for the barrier's test
@@ -117,6 +123,16 @@ struct team {
 
   // OpenMP cancellation of the region (GOMP_cancel(PARALLEL)): set once.
   std::atomic<bool> cancelled{false};
+  // The end of a cancellable region (team.cpp, end_of_region): threads that
+  // reached it, and whether the last barrier episode was the end for all.
+  // at_end: relaxed (the barrier's arrival orders it before the root's
+  // read); final_episode: written by the root before the release, read after.
+  std::atomic<unsigned> at_end{0};
+  bool final_episode = false;
+  // Explicit tasks that a worker outside the team stole and handed back
+  // (tasks.cpp, bounce): a stack linked through queued_task::next, pushed
+  // by any thread with a release CAS, taken whole by a member (acquire).
+  alignas(cache_line) std::atomic<omp_task*> bounced{nullptr};
   // GOMP_cancel(LOOP or SECTIONS): the worksharing construct in flight is
   // cancelled; reset by the construct's end (worksharing.cpp).
   std::atomic<bool> ws_cancelled{false};
@@ -169,6 +185,14 @@ MOTE_API bool barrier();
 bool team_tasks_done(const team& tm) noexcept;
 // The barrier as the thread whose state st is in tm.
 void team_barrier(team& tm, thread_state& st);
+// Runs one task that a worker outside st's team handed back to it (tasks.cpp);
+// false when there was none.
+bool run_bounced(thread_state& st) noexcept;
+// How deep the calling thread is inside OpenMP task bodies (a worker that is
+// inside one takes no region from its mailbox: it would nest the region in
+// a task that the region's barrier waits for).
+int task_depth() noexcept;
+
 // One step of work for a waiting OpenMP thread: a task, from anywhere in the
 // runtime. True when it ran one.
 MOTE_API bool help_once() noexcept;
@@ -181,6 +205,10 @@ MOTE_API int active_level() noexcept;
 MOTE_API int ancestor_thread_num(int level) noexcept;
 MOTE_API int team_size(int level) noexcept;
 MOTE_API bool in_parallel() noexcept;
+
+// Runs fn(arg) on the calling thread as a fresh initial thread (level 0, no
+// team): a target region's host fallback.
+MOTE_API void run_as_initial_thread(void (*fn)(void*), void* arg);
 
 // The OpenMP runtime (made on first use), for tests and for the front end.
 MOTE_API detail::runtime_impl& runtime();

@@ -1,5 +1,6 @@
 // libgomp's entry points for parallel regions, barriers, cancellation and
 // host teams, on mote's OpenMP model (src/omp/team.hpp).
+#include <cstddef>
 #include <cstdint>
 
 #include "omp/icv.hpp"
@@ -14,10 +15,6 @@ constexpr int kCancelLoop = 2;
 constexpr int kCancelSections = 4;
 constexpr int kCancelTaskgroup = 8;
 
-// Host teams (GOMP_teams_reg): the league runs one team after another on the
-// calling thread, each team's initial thread being that thread.
-constinit thread_local int tl_team_num = 0;
-constinit thread_local int tl_num_teams = 1;
 
 bool cancelled(int which) {
   mote::omp::thread_state& st = mote::omp::current();
@@ -32,6 +29,9 @@ bool cancelled(int which) {
 
 }  // namespace
 
+// The entry points are exported (the rest of the library is hidden; the
+// version script names them).
+#pragma GCC visibility push(default)
 extern "C" {
 
 // GOMP_4.0: #pragma omp parallel [num_threads(n)] [if(c)] [proc_bind(b)].
@@ -75,18 +75,89 @@ void GOMP_teams_reg(void (*fn)(void*), void* data, unsigned num_teams, unsigned 
   mote::omp::task_icvs& icv = mote::omp::thread_icvs();
   const mote::omp::task_icvs saved = icv;
   if (thread_limit != 0) icv.thread_limit = thread_limit;
-  const unsigned n = num_teams == 0 ? 1 : num_teams;
-  tl_num_teams = static_cast<int>(n);
+  // The league runs one team after another on the calling thread (as GNU's
+  // libgomp does on the host), each team's initial thread being that thread;
+  // nteams-var (OMP_NUM_TEAMS) when num_teams is 0, else GNU's 3.
+  const int nteams_var = mote::omp::globals().num_teams;
+  const unsigned n = num_teams != 0 ? num_teams : nteams_var > 0 ? static_cast<unsigned>(nteams_var) : 3;
+  mote::omp::thread_state& st = mote::omp::current();
+  st.num_teams = static_cast<int>(n);
   for (unsigned k = 0; k < n; ++k) {
-    tl_team_num = static_cast<int>(k);
+    st.team_num = static_cast<int>(k);
     fn(data);
   }
-  tl_team_num = 0;
-  tl_num_teams = 1;
+  st.team_num = 0;
+  st.num_teams = 1;
   icv = saved;
 }
 
-int omp_get_team_num() { return tl_team_num; }
-int omp_get_num_teams() { return tl_num_teams; }
+int omp_get_team_num() { return mote::omp::current().team_num; }
+int omp_get_num_teams() { return mote::omp::current().num_teams; }
+
+// The calling thread's place in the team tree (omp.h).
+int omp_get_thread_num() { return mote::omp::thread_num(); }
+int omp_get_num_threads() { return mote::omp::num_threads(); }
+int omp_get_level() { return mote::omp::level(); }
+int omp_get_active_level() { return mote::omp::active_level(); }
+int omp_get_ancestor_thread_num(int level) { return mote::omp::ancestor_thread_num(level); }
+int omp_get_team_size(int level) { return mote::omp::team_size(level); }
+int omp_in_parallel() { return mote::omp::in_parallel() ? 1 : 0; }
+
+// ---- Target constructs, on the host (there is no offload device) -------------
+// A target region runs on the encountering thread as a fresh initial
+// thread would (level 0, no team), as GNU's host fallback does; the data
+// constructs have nothing to move. Dependences are met first; a nowait
+// region runs at once (it may: it is then an undeferred task).
+
+void GOMP_target_ext(int device, void (*fn)(void*), std::size_t mapnum, void** hostaddrs, std::size_t* sizes,
+                     unsigned short* kinds, unsigned flags, void** depend, void** args) {
+  (void)device, (void)mapnum, (void)sizes, (void)kinds, (void)flags, (void)args;
+  if (depend != nullptr) mote::omp::taskwait_depend(depend);
+  mote::omp::run_as_initial_thread(fn, hostaddrs);
+}
+
+void GOMP_target(int device, void (*fn)(void*), const void* unused, std::size_t mapnum, void** hostaddrs,
+                 std::size_t* sizes, unsigned char* kinds) {
+  (void)device, (void)unused, (void)mapnum, (void)sizes, (void)kinds;
+  mote::omp::run_as_initial_thread(fn, hostaddrs);
+}
+
+void GOMP_target_data_ext(int, std::size_t, void**, std::size_t*, unsigned short*) {}
+void GOMP_target_data(int, const void*, std::size_t, void**, std::size_t*, unsigned char*) {}
+void GOMP_target_end_data() {}
+void GOMP_target_update(int, const void*, std::size_t, void**, std::size_t*, unsigned char*) {}
+void GOMP_target_update_ext(int, std::size_t, void**, std::size_t*, unsigned short*, unsigned, void** depend) {
+  if (depend != nullptr) mote::omp::taskwait_depend(depend);
+}
+void GOMP_target_enter_exit_data(int, std::size_t, void**, std::size_t*, unsigned short*, unsigned,
+                                 void** depend) {
+  if (depend != nullptr) mote::omp::taskwait_depend(depend);
+}
+
+// The teams of a target region on the host: gcc loops over the league,
+// calling this first with first = true, then until it answers false.
+bool GOMP_teams4(unsigned num_teams_low, unsigned num_teams_high, unsigned thread_limit, bool first) {
+  (void)num_teams_high;
+  mote::omp::thread_state& st = mote::omp::current();
+  if (first) {
+    if (thread_limit != 0) mote::omp::thread_icvs().thread_limit = thread_limit;
+    st.num_teams = static_cast<int>(num_teams_low == 0 ? 1 : num_teams_low);
+    st.team_num = 0;
+    return true;
+  }
+  if (st.team_num + 1 >= st.num_teams) {
+    st.team_num = 0;
+    st.num_teams = 1;
+    return false;
+  }
+  ++st.team_num;
+  return true;
+}
+
+void GOMP_teams(unsigned num_teams, unsigned thread_limit) {
+  (void)num_teams;
+  if (thread_limit != 0) mote::omp::thread_icvs().thread_limit = thread_limit;
+}
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -3,15 +3,20 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "omp/gomp/abi.hpp"
 #include "omp/tasks.hpp"
 
+// The entry points are exported (the rest of the library is hidden; the
+// version script names them).
+#pragma GCC visibility push(default)
 extern "C" {
 
 // GOMP_task as gcc 12 emits it (GOMP_5.0 adds detach; older binaries call
 // the same symbol with fewer arguments and flags that never name them).
 void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
                bool if_clause, unsigned flags, void** depend, int priority, void* detach) {
-  constexpr unsigned kFlagDepend = 8, kFlagPriority = 16, kFlagDetach = 4096;
+  constexpr unsigned kFlagDepend = GOMP_TASK_FLAG_DEPEND, kFlagPriority = GOMP_TASK_FLAG_PRIORITY,
+                     kFlagDetach = GOMP_TASK_FLAG_DETACH;
   const mote::omp::task_args a{fn,
                                data,
                                cpyfn,
@@ -47,7 +52,11 @@ int omp_in_final() { return mote::omp::in_final() ? 1 : 0; }
 void omp_fulfill_event(void* event) { mote::omp::fulfill_event(event); }
 
 }  // extern "C"
+#pragma GCC visibility pop
 
+// The entry points are exported (the rest of the library is hidden; the
+// version script names them).
+#pragma GCC visibility push(default)
 extern "C" {
 
 void GOMP_taskgroup_reduction_register(std::uintptr_t* data) { mote::omp::taskgroup_reduction_register(data); }
@@ -63,3 +72,4 @@ unsigned GOMP_parallel_reductions(void (*fn)(void*), void* data, unsigned num_th
 }
 
 }  // extern "C"
+#pragma GCC visibility pop
