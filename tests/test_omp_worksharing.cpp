@@ -438,8 +438,8 @@ TEST(OmpOrdered, RegionsRunInIterationOrder) {
 }
 
 // ---- Single, copyprivate, the ring -------------------------------------------------
-// 100 nowait single constructs, then 100 nowait loops between singles: the
-// ring of kWsRing slots wraps many times while threads run ahead of each
+// 100 nowait single constructs, then 100 nowait loops and scopes between
+// singles: the ring of kWsRing slots wraps many times while threads run ahead of each
 // other (the jitter), and each construct still runs once.
 TEST(OmpSingle, OncePerConstructThroughNowaitChains) {
   hang_guard guard("single chains");
@@ -458,6 +458,7 @@ TEST(OmpSingle, OncePerConstructThroughNowaitChains) {
         // One thread lags now and then: the others run up to the ring's size ahead.
         if (id == k % 3) jitter(id, k + 1);
         loops[k]->run({schedule_kind::dynamic, monotonicity::monotonic, 2}, true);
+        omp::scope_start(nullptr);  // a construct of the ring with nothing to hand out
         if (omp::single_start()) singles[kChain + k].fetch_add(1);
       }
     });

@@ -785,6 +785,22 @@ void parallel_sections(void (*fn)(void*), void* data, unsigned nthreads, unsigne
   parallel(&run_sections_region, &r, nthreads, flags);
 }
 
+// ---- Scope ---------------------------------------------------------------------------
+
+void scope_start(std::uintptr_t* reductions) {
+  const here h = locate();
+  // A construct with nothing to hand out: the ring only chooses the thread
+  // that registers the reductions.
+  enter_loop(
+      h,
+      [&](ws_construct& slot) {
+        describe_loop(slot, h.ws.n, loop_bounds::of_ull(true, 0, 0, 1), {ws_sched::static_block, 0},
+                      false, nullptr);
+      },
+      nullptr, reductions);
+  leave(h);
+}
+
 // ---- Single ------------------------------------------------------------------------
 bool single_start() noexcept {
   thread_state& st = current();

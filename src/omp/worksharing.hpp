@@ -254,6 +254,13 @@ MOTE_API unsigned sections_next();
 MOTE_API void parallel_sections(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,
                                 unsigned count);
 
+// The scope construct with task reductions (GOMP_scope_start): every thread
+// runs its body; the first to arrive registers the reductions and the others
+// share them, as for a loop's. The thread leaves the construct at once (gcc
+// emits the barrier and GOMP_workshare_task_reduction_unregister after the
+// body).
+MOTE_API void scope_start(std::uintptr_t* reductions);
+
 // True in the one thread that runs the single construct.
 MOTE_API bool single_start() noexcept;
 // copyprivate: nullptr in the thread that runs the construct (it then calls
