@@ -661,8 +661,10 @@ TEST(OmpDoacross, ChainEqualsSerial) {
 TEST(OmpCritical, CountersStayExactUnderContention) {
   hang_guard guard("critical");
   const long rounds = scaled(5000, 5);
-  void* name_a = nullptr;  // gcc's .gomp_critical_user_<name> slots
-  void* name_b = nullptr;
+  // gcc's .gomp_critical_user_<name> slots: static storage, as gcc's (the
+  // locks made in them live as long as the program).
+  static void* name_a = nullptr;
+  static void* name_b = nullptr;
   long unnamed = 0;
   long named_a = 0;
   long named_b = 0;
