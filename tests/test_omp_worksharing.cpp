@@ -97,6 +97,7 @@ std::string name_of(schedule_request s) {
 }
 
 // ---- A loop case: bounds, its iterations counted serially, a counter each ----------
+
 struct loop_case {
   loop_bounds b;
   std::uint64_t count = 0;  // iterations, from a serial count in 128-bit arithmetic
@@ -396,6 +397,7 @@ TEST(OmpLoop, SharedMemoryIsZeroedAndShared) {
 }
 
 // ---- Ordered -----------------------------------------------------------------------
+
 TEST(OmpOrdered, RegionsRunInIterationOrder) {
   hang_guard guard("ordered");
   const long count = scaled(240, 2);
@@ -438,6 +440,7 @@ TEST(OmpOrdered, RegionsRunInIterationOrder) {
 }
 
 // ---- Single, copyprivate, the ring -------------------------------------------------
+
 // 100 nowait single constructs, then 100 nowait loops and scopes between
 // singles: the ring of kWsRing slots wraps many times while threads run ahead of each
 // other (the jitter), and each construct still runs once.
@@ -502,6 +505,7 @@ TEST(OmpSingle, CopyPrivateHandsTheWinnersData) {
 }
 
 // ---- Sections ----------------------------------------------------------------------
+
 TEST(OmpSections, EachSectionOnce) {
   hang_guard guard("sections");
   for (unsigned n = 1; n <= kMaxThreads; ++n) {
@@ -552,6 +556,7 @@ TEST(OmpSections, ParallelSectionsStartWithTheConstructEntered) {
 }
 
 // ---- Doacross ----------------------------------------------------------------------
+
 // a[i][j] = f(a[i-1][j], a[i][j-1]): the outer loop worksharing, the inner
 // one ordered, depend(sink: i-1, j) depend(sink: i, j-1), depend(source).
 TEST(OmpDoacross, WavefrontEqualsSerial) {
@@ -658,6 +663,7 @@ TEST(OmpDoacross, ChainEqualsSerial) {
 }
 
 // ---- Critical sections -------------------------------------------------------------
+
 TEST(OmpCritical, CountersStayExactUnderContention) {
   hang_guard guard("critical");
   const long rounds = scaled(5000, 5);
@@ -694,6 +700,7 @@ TEST(OmpCritical, CountersStayExactUnderContention) {
 }
 
 // ---- Cancellation ------------------------------------------------------------------
+
 // Every thread takes its first chunk, then thread 0 cancels the loop while
 // the others wait for it: after that nobody gets another chunk, and the end
 // reports no cancelled region.
@@ -732,6 +739,7 @@ TEST(OmpCancel, ACancelledLoopHandsOutNothingMore) {
 }
 
 // ---- Outside any parallel region ---------------------------------------------------
+
 TEST(OmpOrphaned, ConstructsRunAloneOutsideRegions) {
   hang_guard guard("orphaned constructs");
   loop_case c(loop_bounds::of_long(-10, 300, 7));

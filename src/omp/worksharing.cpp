@@ -117,6 +117,7 @@ void wait_until(const here& h, detail::event_count& ec, Done&& done) {
 }
 
 // ---- The ring ----------------------------------------------------------------------
+
 // Enters the calling thread's next construct: the first thread to arrive
 // describes it (describe(slot)) and gets *first = true. Returns nullptr only
 // when the region was cancelled while the thread waited for the slot.
@@ -188,6 +189,7 @@ void leave(const here& h) {
 }
 
 // ---- Describing a loop -------------------------------------------------------------
+
 // The number of iterations of b (0 for an empty loop).
 std::uint64_t iterations(const loop_bounds& b) noexcept {
   if (b.incr == 0) return 0;
@@ -379,6 +381,7 @@ void describe_doacross(ws_construct& w, unsigned n, unsigned dims, const std::ui
 }
 
 // ---- Handing out chunks ------------------------------------------------------------
+
 // Claims up to `chunk` units from [*counter, end) with a CAS loop.
 bool claim_cas(std::atomic<std::uint64_t>& counter, std::uint64_t end, std::uint64_t chunk,
                std::uint64_t* lo, std::uint64_t* hi) noexcept {
@@ -487,6 +490,7 @@ bool claim(const here& h, ws_construct& w, std::uint64_t* lo, std::uint64_t* hi)
 }
 
 // ---- Ordered -----------------------------------------------------------------------
+
 // A chunk's turn comes when ordered_next reaches its first iteration; it
 // passes to the next chunk when the thread is done with it (when it asks for
 // another, or leaves), turn or not: chunks go out in iteration order, so the
@@ -511,6 +515,7 @@ void pass_turn(const here& h, ws_construct& w) {
 }
 
 // ---- Doacross ----------------------------------------------------------------------
+
 // The word of the block that runs iteration i of the outermost loop.
 std::atomic<std::uint64_t>& posted_word(const ws_construct& w, std::uint64_t i) noexcept {
   std::uint64_t block = 0;
@@ -540,6 +545,7 @@ std::uint64_t doacross_mark(const ws_construct& w, const std::uint64_t* v) noexc
 }
 
 // ---- Regions that start with a construct described ---------------------------------
+
 struct loop_region {
   void (*fn)(void*);
   void* data;
@@ -641,6 +647,7 @@ ws_team_state::ws_team_state(unsigned threads) : n(threads == 0 ? 1 : threads) {
 }
 
 // ---- Loops -------------------------------------------------------------------------
+
 bool loop_start(const loop_bounds& b, schedule_request s, loop_flavour f, std::uint64_t* istart,
                 std::uint64_t* iend, void** mem, std::uintptr_t* reductions) {
   const here h = locate();
@@ -700,6 +707,7 @@ void parallel_loop(void (*fn)(void*), void* data, unsigned nthreads, unsigned fl
 }
 
 // ---- Ordered and doacross ----------------------------------------------------------
+
 void ordered_start() {
   const here h = locate();
   ws_construct* w = h.me.cur;
@@ -742,6 +750,7 @@ void doacross_wait(const std::uint64_t* v) {
 }
 
 // ---- Sections ----------------------------------------------------------------------
+
 namespace {
 
 // Enters a sections construct of `count` sections: a loop over their
@@ -802,6 +811,7 @@ void scope_start(std::uintptr_t* reductions) {
 }
 
 // ---- Single ------------------------------------------------------------------------
+
 bool single_start() noexcept {
   thread_state& st = current();
   if (st.tm == nullptr || st.tm->n == 1) return true;
@@ -834,6 +844,7 @@ void single_copy_end(void* data) {
 }
 
 // ---- Cancellation ------------------------------------------------------------------
+
 bool cancel_construct() noexcept {
   thread_state& st = current();
   if (st.tm == nullptr || st.ws.cur == nullptr) return false;
@@ -851,6 +862,7 @@ bool construct_cancelled() noexcept {
 }
 
 // ---- Critical sections -------------------------------------------------------------
+
 void critical_start() { unnamed_critical().lock(); }
 void critical_end() { unnamed_critical().unlock(); }
 

@@ -57,6 +57,7 @@ namespace mote::omp {
 using detail::cache_line;
 
 // ---- What an entry point asks for --------------------------------------------------
+
 // A loop as gcc passes it: the first value, the bound (never reached: the
 // loop runs while v < end upward, v > end downward) and the step. Values are
 // the two's-complement images of the long or unsigned long long arguments.
@@ -103,6 +104,7 @@ enum class loop_flavour : std::uint8_t {
 };
 
 // ---- The state behind the constructs -----------------------------------------------
+
 // Constructs a team may have in flight at once (a thread this many constructs
 // ahead of the slowest waits). A power of two.
 inline constexpr unsigned kWsRing = 8;
@@ -195,6 +197,7 @@ struct ws_thread_state {
 };
 
 // ---- Loops -------------------------------------------------------------------------
+
 // Every thread of the team calls these, in the same order. Values come back
 // as the two's-complement images of the loop's type: run v from *istart
 // while v < *iend (downward: v > *iend), stepping by the loop's step.
@@ -233,6 +236,7 @@ MOTE_API void parallel_loop(void (*fn)(void*), void* data, unsigned nthreads, un
                             const loop_bounds& b, schedule_request s);
 
 // ---- Ordered and doacross ----------------------------------------------------------
+
 // Waits until every chunk before the calling thread's has had its turn.
 MOTE_API void ordered_start();
 MOTE_API void ordered_end() noexcept;
@@ -245,6 +249,7 @@ MOTE_API void doacross_post(const std::uint64_t* v) noexcept;
 MOTE_API void doacross_wait(const std::uint64_t* v);
 
 // ---- Sections, single --------------------------------------------------------------
+
 // The number (1-based) of the first section this thread runs, 0: none. mem
 // and reductions as loop_start's.
 MOTE_API unsigned sections_start(unsigned count, void** mem, std::uintptr_t* reductions = nullptr);
@@ -269,6 +274,7 @@ MOTE_API void* single_copy_start();
 MOTE_API void single_copy_end(void* data);
 
 // ---- Cancellation of a loop or sections (GOMP_cancel, GOMP_cancellation_point) -----
+
 // Cancels the calling thread's construct: nobody gets another chunk or
 // section. False when the thread is in no construct of a team. The flag is
 // the team's (team::ws_cancelled), cleared when the next construct is
@@ -278,6 +284,7 @@ MOTE_API bool cancel_construct() noexcept;
 MOTE_API bool construct_cancelled() noexcept;
 
 // ---- Critical sections -------------------------------------------------------------
+
 // One lock for every unnamed critical construct, one per name (*name is the
 // pointer-sized slot gcc reserves for it, .gomp_critical_user_<name>; the
 // lock is made there on first use), one for GOMP_atomic_start/end. FIFO
