@@ -6,7 +6,9 @@
 #
 # Steps: install missing Debian packages (scripts/deps.sh bench when present),
 # build mote and the serial / mote / oneTBB / GNU OpenMP variants with g++ in
-# build/bench, build the LLVM OpenMP variants with clang++ in
+# build/bench (with the omp suite's C programs, built by gcc, and
+# build/bench/omp-llvm, the link that runs them on LLVM's libomp), build the
+# LLVM OpenMP variants with clang++ in
 # build/bench-llvmomp, then run tools/report.py, which writes
 # bench/results/{results.json,REPORT.md,*.png}. Any other argument is passed to
 # tools/report.py (see tools/report.py --help).

@@ -54,20 +54,20 @@ int acc_get_num_devices(int);
 
 static int failures;
 
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                            \
-    }                                                                        \
+      ++failures;                                                              \
+    }                                                                          \
   } while (0)
-#define CHECK_EQ_INT(a, b)                                                                   \
-  do {                                                                                       \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                      \
-    if (a_ != b_) {                                                                          \
-      fprintf(stderr, "%s:%d: %s is %lld, not %lld\n", __FILE__, __LINE__, #a, a_, b_);      \
-      ++failures;                                                                            \
-    }                                                                                        \
+#define CHECK_EQ_INT(a, b)                                                              \
+  do {                                                                                  \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                 \
+    if (a_ != b_) {                                                                     \
+      fprintf(stderr, "%s:%d: %s is %lld, not %lld\n", __FILE__, __LINE__, #a, a_, b_); \
+      ++failures;                                                                       \
+    }                                                                                   \
   } while (0)
 
 /* ---- Locks contended by threads ------------------------------------------------ */
@@ -161,7 +161,8 @@ static void check_locks(void) {
     for (int t = 0; t < kThreads; ++t) CHECK(pthread_create(&threads[t], NULL, hammer, &s) == 0);
     for (int t = 0; t < kThreads; ++t) pthread_join(threads[t], NULL);
     if (s.counter != (long)kThreads * kRounds) {
-      fprintf(stderr, "lock mode %d: counter %ld, not %ld\n", mode, s.counter, (long)kThreads * kRounds);
+      fprintf(stderr, "lock mode %d: counter %ld, not %ld\n", mode, s.counter,
+              (long)kThreads * kRounds);
       ++failures;
     }
   }
@@ -277,7 +278,8 @@ static void check_time(void) {
 
 static void check_affinity(void) {
   char buffer[256];
-  CHECK_EQ_INT(omp_get_affinity_format(buffer, sizeof buffer), strlen("level %L thread %i affinity %A"));
+  CHECK_EQ_INT(omp_get_affinity_format(buffer, sizeof buffer),
+               strlen("level %L thread %i affinity %A"));
   CHECK(strcmp(buffer, "level %L thread %i affinity %A") == 0);
   CHECK_EQ_INT(omp_get_affinity_format(buffer, 6), strlen("level %L thread %i affinity %A"));
   CHECK(strcmp(buffer, "level") == 0);
@@ -299,7 +301,8 @@ static void check_affinity(void) {
     cpu = last;
   }
   char expected[256];
-  snprintf(expected, sizeof expected, "[%d|0|0|1|-1|    0|0    |00000|-0001|%%|%s]", (int)getpid(), ranges);
+  snprintf(expected, sizeof expected, "[%d|0|0|1|-1|    0|0    |00000|-0001|%%|%s]", (int)getpid(),
+           ranges);
   const size_t n = omp_capture_affinity(buffer, sizeof buffer,
                                         "[%P|%L|%n|%N|%a|%.5n|%5{thread_num}|%0.5L|%0.5a|%%|%A]");
   CHECK_EQ_INT(n, strlen(expected));
@@ -343,15 +346,14 @@ static void check_memory(void) {
   CHECK(omp_calloc(huge, 16, omp_null_allocator) == NULL);
 
   /* An allocator with traits: alignment, and a pool that runs out. */
-  omp_alloctrait_t traits[] = {{omp_atk_alignment, 128},
-                               {omp_atk_pool_size, 4096},
-                               {omp_atk_fallback, omp_atv_null_fb}};
+  omp_alloctrait_t traits[] = {
+      {omp_atk_alignment, 128}, {omp_atk_pool_size, 4096}, {omp_atk_fallback, omp_atv_null_fb}};
   omp_allocator_handle_t a = omp_init_allocator(omp_default_mem_space, 3, traits);
   CHECK(a != omp_null_allocator);
   void* q = omp_alloc(100, a);
   CHECK(q != NULL && (uintptr_t)q % 128 == 0);
-  CHECK(omp_alloc(8192, a) == NULL); /* beyond the pool, null_fb */
-  void* q2 = omp_alloc(3000, a);     /* the pool has room for it... */
+  CHECK(omp_alloc(8192, a) == NULL);               /* beyond the pool, null_fb */
+  void* q2 = omp_alloc(3000, a);                   /* the pool has room for it... */
   CHECK(q2 == NULL || omp_alloc(3000, a) == NULL); /* ...but not twice */
   omp_free(q2, a);
   omp_free(q, a);
@@ -394,15 +396,16 @@ static void check_memory(void) {
   int dst[16] = {0};
   const size_t volume[2] = {2, 3}, dst_offsets[2] = {0, 1}, src_offsets[2] = {1, 2};
   const size_t dst_dims[2] = {4, 4}, src_dims[2] = {8, 8};
-  CHECK_EQ_INT(omp_target_memcpy_rect(dst, t, sizeof(int), 2, volume, dst_offsets, src_offsets, dst_dims,
-                                      src_dims, host, host),
+  CHECK_EQ_INT(omp_target_memcpy_rect(dst, t, sizeof(int), 2, volume, dst_offsets, src_offsets,
+                                      dst_dims, src_dims, host, host),
                0);
   CHECK_EQ_INT(dst[1], 10);
   CHECK_EQ_INT(dst[3], 12);
   CHECK_EQ_INT(dst[5], 18);
   CHECK_EQ_INT(dst[7], 20);
   CHECK_EQ_INT(dst[0] + dst[4] + dst[8], 0);
-  CHECK_EQ_INT(omp_target_memcpy_rect(NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, host, host), INT_MAX);
+  CHECK_EQ_INT(omp_target_memcpy_rect(NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, host, host),
+               INT_MAX);
   CHECK_EQ_INT(omp_target_associate_ptr(src, t, sizeof src, 0, host), EINVAL);
   CHECK_EQ_INT(omp_target_disassociate_ptr(src, host), EINVAL);
   CHECK(omp_target_alloc(16, 3) == NULL);
@@ -418,15 +421,18 @@ static int print_icvs(void) {
   omp_get_schedule(&kind, &chunk);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  printf("max_threads=%d dynamic=%d nested=%d max_active_levels=%d thread_limit=%d schedule=%#x,%d\n",
-         omp_get_max_threads(), omp_get_dynamic(), omp_get_nested(), omp_get_max_active_levels(),
-         omp_get_thread_limit(), (unsigned)kind, chunk);
+  printf(
+      "max_threads=%d dynamic=%d nested=%d max_active_levels=%d thread_limit=%d schedule=%#x,%d\n",
+      omp_get_max_threads(), omp_get_dynamic(), omp_get_nested(), omp_get_max_active_levels(),
+      omp_get_thread_limit(), (unsigned)kind, chunk);
 #pragma GCC diagnostic pop
   printf("proc_bind=%d num_places=%d num_procs=%d place_num=%d partition=%d\n", omp_get_proc_bind(),
-         omp_get_num_places(), omp_get_num_procs(), omp_get_place_num(), omp_get_partition_num_places());
-  printf("cancellation=%d max_task_priority=%d default_device=%d max_teams=%d teams_thread_limit=%d\n",
-         omp_get_cancellation(), omp_get_max_task_priority(), omp_get_default_device(), omp_get_max_teams(),
-         omp_get_teams_thread_limit());
+         omp_get_num_places(), omp_get_num_procs(), omp_get_place_num(),
+         omp_get_partition_num_places());
+  printf(
+      "cancellation=%d max_task_priority=%d default_device=%d max_teams=%d teams_thread_limit=%d\n",
+      omp_get_cancellation(), omp_get_max_task_priority(), omp_get_default_device(),
+      omp_get_max_teams(), omp_get_teams_thread_limit());
   printf("default_allocator=%lu\n", (unsigned long)omp_get_default_allocator());
   for (int p = 0; p < omp_get_num_places(); ++p) {
     int ids[1024];
@@ -458,7 +464,8 @@ static int check_unsupported(void) {
   char text[512];
   size_t got = 0;
   ssize_t n;
-  while (got < sizeof text - 1 && (n = read(fds[0], text + got, sizeof text - 1 - got)) > 0) got += (size_t)n;
+  while (got < sizeof text - 1 && (n = read(fds[0], text + got, sizeof text - 1 - got)) > 0)
+    got += (size_t)n;
   text[got] = '\0';
   int status = 0;
   waitpid(child, &status, 0);
@@ -476,9 +483,10 @@ static void check_library(const char* library) {
   Dl_info info;
   CHECK(dladdr((void*)omp_get_max_threads, &info) != 0);
   char want[PATH_MAX], have[PATH_MAX];
-  if (realpath(library, want) == NULL || info.dli_fname == NULL || realpath(info.dli_fname, have) == NULL ||
-      strcmp(want, have) != 0) {
-    fprintf(stderr, "omp_get_max_threads is from %s, not %s\n", info.dli_fname ? info.dli_fname : "?", library);
+  if (realpath(library, want) == NULL || info.dli_fname == NULL ||
+      realpath(info.dli_fname, have) == NULL || strcmp(want, have) != 0) {
+    fprintf(stderr, "omp_get_max_threads is from %s, not %s\n",
+            info.dli_fname ? info.dli_fname : "?", library);
     ++failures;
   }
 }
@@ -493,7 +501,9 @@ int main(int argc, char** argv) {
     } else if (strncmp(argv[i], "--", 2) == 0 && mode == NULL) {
       mode = argv[i];
     } else {
-      fprintf(stderr, "usage: %s [--library PATH] [--print-icvs | --print-max-threads | --unsupported]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--library PATH] [--print-icvs | --print-max-threads | --unsupported]\n",
+              argv[0]);
       return 2;
     }
   }

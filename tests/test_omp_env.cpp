@@ -32,18 +32,21 @@ using places_t = std::vector<omp::place>;
 class fake_sysfs {
  public:
   fake_sysfs() {
-    root_ = std::filesystem::temp_directory_path() / ("mote_omp_sysfs_" + std::to_string(::getpid()) + "_" +
-                                                      std::to_string(counter_++));
+    root_ = std::filesystem::temp_directory_path() /
+            ("mote_omp_sysfs_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     for (int cpu = 0; cpu < 8; ++cpu) {
       const int core = cpu % 4;
       const std::string socket_list = core < 2 ? "0-1,4-5" : "2-3,6-7";
       const std::string dir = "cpu/cpu" + std::to_string(cpu);
-      write(dir + "/topology/thread_siblings_list", std::to_string(core) + "," + std::to_string(core + 4));
+      write(dir + "/topology/thread_siblings_list",
+            std::to_string(core) + "," + std::to_string(core + 4));
       write(dir + "/topology/core_siblings_list", socket_list);
       write(dir + "/cache/index0/level", "1");
-      write(dir + "/cache/index0/shared_cpu_list", std::to_string(core) + "," + std::to_string(core + 4));
+      write(dir + "/cache/index0/shared_cpu_list",
+            std::to_string(core) + "," + std::to_string(core + 4));
       write(dir + "/cache/index1/level", "2");
-      write(dir + "/cache/index1/shared_cpu_list", std::to_string(core) + "," + std::to_string(core + 4));
+      write(dir + "/cache/index1/shared_cpu_list",
+            std::to_string(core) + "," + std::to_string(core + 4));
       write(dir + "/cache/index2/level", "3");
       write(dir + "/cache/index2/shared_cpu_list", socket_list);
     }
@@ -77,7 +80,8 @@ struct parsed {
   std::string messages;
 };
 
-parsed parse(const std::map<std::string, std::string>& vars, std::vector<int> cpus = {0, 1, 2, 3, 4, 5, 6, 7},
+parsed parse(const std::map<std::string, std::string>& vars,
+             std::vector<int> cpus = {0, 1, 2, 3, 4, 5, 6, 7},
              const std::string& sysfs = "/nonexistent") {
   omp::environment env;
   env.getenv = [vars](const char* name) -> const char* {
@@ -181,7 +185,8 @@ TEST(OmpEnv, Schedule) {
 
 TEST(OmpEnv, ScheduleBadValues) {
   const std::string unknown = error("Unknown value for environment variable OMP_SCHEDULE");
-  const std::string bad_chunk = error("Invalid value for chunk size in environment variable OMP_SCHEDULE");
+  const std::string bad_chunk =
+      error("Invalid value for chunk size in environment variable OMP_SCHEDULE");
   struct expectation {
     const char* value;
     std::string message;
@@ -246,8 +251,12 @@ TEST(OmpEnv, Nesting) {
   EXPECT_EQ(parse({{"OMP_MAX_ACTIVE_LEVELS", "0"}}).icvs.initial.max_active_levels, 0U);
   EXPECT_EQ(parse({{"OMP_MAX_ACTIVE_LEVELS", "1000"}}).icvs.initial.max_active_levels, 255U);
   // OMP_MAX_ACTIVE_LEVELS wins over OMP_NESTED, which wins over the lists.
-  EXPECT_EQ(parse({{"OMP_MAX_ACTIVE_LEVELS", "2"}, {"OMP_NESTED", "true"}}).icvs.initial.max_active_levels, 2U);
-  EXPECT_EQ(parse({{"OMP_NUM_THREADS", "2,2"}, {"OMP_NESTED", "false"}}).icvs.initial.max_active_levels, 1U);
+  EXPECT_EQ(parse({{"OMP_MAX_ACTIVE_LEVELS", "2"}, {"OMP_NESTED", "true"}})
+                .icvs.initial.max_active_levels,
+            2U);
+  EXPECT_EQ(
+      parse({{"OMP_NUM_THREADS", "2,2"}, {"OMP_NESTED", "false"}}).icvs.initial.max_active_levels,
+      1U);
   const parsed bad = parse({{"OMP_MAX_ACTIVE_LEVELS", "x"}, {"OMP_NESTED", "true"}});
   EXPECT_EQ(bad.messages, invalid("OMP_MAX_ACTIVE_LEVELS"));
   EXPECT_EQ(bad.icvs.initial.max_active_levels, 255U);
@@ -282,7 +291,8 @@ TEST(OmpEnv, SpinCount) {
   // Without it, the wait policy decides.
   EXPECT_EQ(parse({{"OMP_WAIT_POLICY", "active"}}).icvs.spincount, 30000000000ULL);
   EXPECT_EQ(parse({{"OMP_WAIT_POLICY", "passive"}}).icvs.spincount, 0ULL);
-  EXPECT_EQ(parse({{"GOMP_SPINCOUNT", "x"}, {"OMP_WAIT_POLICY", "active"}}).icvs.spincount, 30000000000ULL);
+  EXPECT_EQ(parse({{"GOMP_SPINCOUNT", "x"}, {"OMP_WAIT_POLICY", "active"}}).icvs.spincount,
+            30000000000ULL);
 }
 
 TEST(OmpEnv, StackSize) {
@@ -318,23 +328,41 @@ TEST(OmpEnv, DisplayEnvValue) {
 // Every variable bad at once: one line each, in GNU's order.
 TEST(OmpEnv, MessagesComeInGnusOrder) {
   std::map<std::string, std::string> vars;
-  for (const char* name :
-       {"OMP_NUM_THREADS", "OMP_SCHEDULE", "OMP_DYNAMIC", "OMP_PROC_BIND", "OMP_PLACES", "OMP_STACKSIZE",
-        "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_THREAD_LIMIT", "OMP_MAX_ACTIVE_LEVELS", "OMP_CANCELLATION",
-        "OMP_DEFAULT_DEVICE", "OMP_MAX_TASK_PRIORITY", "OMP_ALLOCATOR", "OMP_TARGET_OFFLOAD", "OMP_NUM_TEAMS",
-        "OMP_TEAMS_THREAD_LIMIT", "OMP_DISPLAY_AFFINITY", "OMP_NESTED", "GOMP_CPU_AFFINITY", "GOMP_STACKSIZE",
-        "GOMP_DEBUG"}) {
+  for (const char* name : {"OMP_NUM_THREADS",
+                           "OMP_SCHEDULE",
+                           "OMP_DYNAMIC",
+                           "OMP_PROC_BIND",
+                           "OMP_PLACES",
+                           "OMP_STACKSIZE",
+                           "OMP_WAIT_POLICY",
+                           "GOMP_SPINCOUNT",
+                           "OMP_THREAD_LIMIT",
+                           "OMP_MAX_ACTIVE_LEVELS",
+                           "OMP_CANCELLATION",
+                           "OMP_DEFAULT_DEVICE",
+                           "OMP_MAX_TASK_PRIORITY",
+                           "OMP_ALLOCATOR",
+                           "OMP_TARGET_OFFLOAD",
+                           "OMP_NUM_TEAMS",
+                           "OMP_TEAMS_THREAD_LIMIT",
+                           "OMP_DISPLAY_AFFINITY",
+                           "OMP_NESTED",
+                           "GOMP_CPU_AFFINITY",
+                           "GOMP_STACKSIZE",
+                           "GOMP_DEBUG"}) {
     vars[name] = "x";
   }
   std::string expected = error("Unknown value for environment variable OMP_SCHEDULE");
-  for (const char* name : {"OMP_DYNAMIC", "OMP_CANCELLATION", "OMP_DISPLAY_AFFINITY", "OMP_DEFAULT_DEVICE",
-                           "OMP_TARGET_OFFLOAD", "OMP_MAX_TASK_PRIORITY", "OMP_ALLOCATOR", "OMP_THREAD_LIMIT",
-                           "GOMP_DEBUG", "OMP_NUM_THREADS", "OMP_NUM_TEAMS", "OMP_TEAMS_THREAD_LIMIT",
-                           "OMP_PROC_BIND", "OMP_MAX_ACTIVE_LEVELS", "OMP_NESTED", "OMP_PLACES"}) {
+  for (const char* name :
+       {"OMP_DYNAMIC", "OMP_CANCELLATION", "OMP_DISPLAY_AFFINITY", "OMP_DEFAULT_DEVICE",
+        "OMP_TARGET_OFFLOAD", "OMP_MAX_TASK_PRIORITY", "OMP_ALLOCATOR", "OMP_THREAD_LIMIT",
+        "GOMP_DEBUG", "OMP_NUM_THREADS", "OMP_NUM_TEAMS", "OMP_TEAMS_THREAD_LIMIT", "OMP_PROC_BIND",
+        "OMP_MAX_ACTIVE_LEVELS", "OMP_NESTED", "OMP_PLACES"}) {
     expected += invalid(name);
   }
   expected += error("Invalid value for enviroment variable GOMP_CPU_AFFINITY");  // sic
-  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_STACKSIZE", "GOMP_STACKSIZE"}) {
+  for (const char* name :
+       {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_STACKSIZE", "GOMP_STACKSIZE"}) {
     expected += invalid(name);
   }
   EXPECT_EQ(parse(vars).messages, expected);
@@ -350,7 +378,8 @@ TEST(OmpEnv, ProcBind) {
   EXPECT_EQ(list.icvs.initial.bind_rest[0], omp::bind_spread);
   EXPECT_EQ(list.icvs.initial.bind_rest[1], omp::bind_close);
   EXPECT_EQ(list.icvs.initial.bind_rest[2], omp::bind_primary);
-  for (const char* bad : {"true,close", "false,spread", "close,", "close,true", "nope", "", "close x"}) {
+  for (const char* bad :
+       {"true,close", "false,spread", "close,", "close,true", "nope", "", "close x"}) {
     const parsed p = parse({{"OMP_PROC_BIND", bad}});
     EXPECT_EQ(p.messages, invalid("OMP_PROC_BIND")) << bad;
     EXPECT_EQ(p.icvs.initial.bind, omp::bind_false) << bad;
@@ -395,7 +424,8 @@ TEST(OmpEnv, PlacesOfLevels) {
 
 TEST(OmpEnv, PlacesOfLevelsBadValues) {
   fake_sysfs sys;
-  for (const char* bad : {"threads(2", "cores x", "sockets()", "ll_caches(-)", "numa_domains(2)x"}) {
+  for (const char* bad :
+       {"threads(2", "cores x", "sockets()", "ll_caches(-)", "numa_domains(2)x"}) {
     const parsed p = parse({{"OMP_PLACES", bad}}, {0, 1}, sys.root());
     EXPECT_EQ(p.messages, invalid("OMP_PLACES")) << bad;
     EXPECT_TRUE(p.icvs.places.empty()) << bad;
@@ -465,8 +495,9 @@ TEST(OmpEnv, PlacesListsBadValues) {
   }
   // Places without a usable CPU go, and the rest stay.
   const parsed reduced = parse({{"OMP_PLACES", "{6}:4:1"}});
-  EXPECT_EQ(reduced.messages, error("Number of places reduced from 4 to 2 because some places didn't contain any "
-                                    "usable logical CPUs"));
+  EXPECT_EQ(reduced.messages,
+            error("Number of places reduced from 4 to 2 because some places didn't contain any "
+                  "usable logical CPUs"));
   EXPECT_EQ(reduced.icvs.places, (places_t{{6}, {7}}));
 }
 
@@ -476,7 +507,8 @@ TEST(OmpEnv, ProcBindFalseDropsThePlaces) {
   EXPECT_TRUE(good.icvs.places.empty());
   EXPECT_EQ(good.icvs.initial.bind, omp::bind_false);
   // The syntax is still checked.
-  EXPECT_EQ(parse({{"OMP_PLACES", "bogus"}, {"OMP_PROC_BIND", "false"}}).messages, invalid("OMP_PLACES"));
+  EXPECT_EQ(parse({{"OMP_PLACES", "bogus"}, {"OMP_PROC_BIND", "false"}}).messages,
+            invalid("OMP_PLACES"));
   // A binding other than false keeps the places, and its own kind.
   const parsed spread = parse({{"OMP_PLACES", "{0},{1}"}, {"OMP_PROC_BIND", "spread"}});
   EXPECT_EQ(spread.icvs.places, (places_t{{0}, {1}}));
@@ -485,7 +517,8 @@ TEST(OmpEnv, ProcBindFalseDropsThePlaces) {
 
 TEST(OmpEnv, GompCpuAffinity) {
   EXPECT_EQ(parse({{"GOMP_CPU_AFFINITY", "0 3 1"}}).icvs.places, (places_t{{0}, {3}, {1}}));
-  EXPECT_EQ(parse({{"GOMP_CPU_AFFINITY", "0-6:3,0x7"}}).icvs.places, (places_t{{0}, {3}, {6}, {7}}));
+  EXPECT_EQ(parse({{"GOMP_CPU_AFFINITY", "0-6:3,0x7"}}).icvs.places,
+            (places_t{{0}, {3}, {6}, {7}}));
   EXPECT_EQ(parse({{"GOMP_CPU_AFFINITY", "1"}}).icvs.initial.bind, omp::bind_true);
   for (const char* bad : {"x", "2-1", "0-3:0", "70000"}) {
     EXPECT_EQ(parse({{"GOMP_CPU_AFFINITY", bad}}).messages,
@@ -493,7 +526,8 @@ TEST(OmpEnv, GompCpuAffinity) {
         << bad;
   }
   // OMP_PLACES wins; GOMP_CPU_AFFINITY is then read for its syntax only.
-  EXPECT_EQ(parse({{"GOMP_CPU_AFFINITY", "0"}, {"OMP_PLACES", "{1}"}}).icvs.places, (places_t{{1}}));
+  EXPECT_EQ(parse({{"GOMP_CPU_AFFINITY", "0"}, {"OMP_PLACES", "{1}"}}).icvs.places,
+            (places_t{{1}}));
 }
 
 // ---- OMP_DISPLAY_ENV --------------------------------------------------------------------
@@ -580,12 +614,18 @@ std::string expand(const char* format) {
       format,
       [](char c) -> std::string {
         switch (c) {
-          case 'n': return "3";
-          case 'a': return "-1";
-          case 'i': return "0x7f";
-          case 'H': return "host";
-          case 'A': return "0-3,8";
-          default: return std::string(1, c);
+          case 'n':
+            return "3";
+          case 'a':
+            return "-1";
+          case 'i':
+            return "0x7f";
+          case 'H':
+            return "host";
+          case 'A':
+            return "0-3,8";
+          default:
+            return std::string(1, c);
         }
       },
       out, err);
@@ -595,13 +635,16 @@ std::string expand(const char* format) {
 TEST(OmpEnv, AffinityFormat) {
   EXPECT_EQ(expand("thread %n on %A"), "thread 3 on 0-3,8");
   EXPECT_EQ(expand("%{thread_num}|%{thread_affinity}|%{host}"), "3|0-3,8|host");
-  EXPECT_EQ(expand("[%5n][%.5n][%0.5n][%0.5a][%0.6i][%.6H][%3A]"), "[3    ][    3][00003][-0001][0x007f][  host][0-3,8]");
+  EXPECT_EQ(expand("[%5n][%.5n][%0.5n][%0.5a][%0.6i][%.6H][%3A]"),
+            "[3    ][    3][00003][-0001][0x007f][  host][0-3,8]");
   EXPECT_EQ(expand("100%%"), "100%");
   EXPECT_EQ(expand("%t%T%L%N%P"), "tTLNP");
   EXPECT_EQ(expand("%05n"), "error: leading zero not followed by dot in affinity format");
-  EXPECT_EQ(expand("%.n"), "error: leading zero or right justification in affinity format requires size");
+  EXPECT_EQ(expand("%.n"),
+            "error: leading zero or right justification in affinity format requires size");
   EXPECT_EQ(expand("%{bogus}"), "error: unsupported long type name 'bogus' in affinity format");
-  EXPECT_EQ(expand("%{thread_num"), "error: unterminated long type name 'thread_num' in affinity format");
+  EXPECT_EQ(expand("%{thread_num"),
+            "error: unterminated long type name 'thread_num' in affinity format");
   EXPECT_EQ(expand("%q"), "error: unsupported type q in affinity format");
 }
 
@@ -618,10 +661,11 @@ TEST(OmpAbi, DependShortForm) {
   int b = 0;
   int c = 0;
   // 3 dependences, the first 2 out/inout.
-  void* depend[] = {reinterpret_cast<void*>(std::uintptr_t{3}), reinterpret_cast<void*>(std::uintptr_t{2}), &a, &b,
-                    &c};
+  void* depend[] = {reinterpret_cast<void*>(std::uintptr_t{3}),
+                    reinterpret_cast<void*>(std::uintptr_t{2}), &a, &b, &c};
   std::vector<std::pair<void*, int>> seen;
-  EXPECT_EQ(mote::omp::abi::for_each_depend(depend, [&](void* addr, int kind) { seen.emplace_back(addr, kind); }),
+  EXPECT_EQ(mote::omp::abi::for_each_depend(
+                depend, [&](void* addr, int kind) { seen.emplace_back(addr, kind); }),
             3U);
   EXPECT_EQ(seen, (std::vector<std::pair<void*, int>>{
                       {&a, GOMP_DEPEND_OUT}, {&b, GOMP_DEPEND_OUT}, {&c, GOMP_DEPEND_IN}}));
@@ -639,7 +683,8 @@ TEST(OmpAbi, DependLongFormWithDepobjs) {
   // 0, 5 in all: 1 out, 1 mutexinoutset, 1 in, then 2 depobjs.
   void* depend[] = {n(0), n(5), n(1), n(1), n(1), &a, &b, &c, &obj_in, &obj_inout};
   std::vector<std::pair<void*, int>> seen;
-  EXPECT_EQ(mote::omp::abi::for_each_depend(depend, [&](void* addr, int kind) { seen.emplace_back(addr, kind); }),
+  EXPECT_EQ(mote::omp::abi::for_each_depend(
+                depend, [&](void* addr, int kind) { seen.emplace_back(addr, kind); }),
             5U);
   EXPECT_EQ(seen, (std::vector<std::pair<void*, int>>{{&a, GOMP_DEPEND_OUT},
                                                       {&b, GOMP_DEPEND_MUTEXINOUTSET},

@@ -41,7 +41,9 @@ const char* skip_space(const char* s) {
 }
 
 // `s` starts with `word`, in any case (GNU compares with strncasecmp).
-bool starts_with(const char* s, const char* word) { return ::strncasecmp(s, word, std::strlen(word)) == 0; }
+bool starts_with(const char* s, const char* word) {
+  return ::strncasecmp(s, word, std::strlen(word)) == 0;
+}
 
 // ---- A CPU set of fixed capacity --------------------------------------------------
 
@@ -52,7 +54,9 @@ class cpu_bits {
   explicit cpu_bits(std::size_t capacity) : words_((capacity + 63) / 64, 0) {}
 
   std::size_t capacity() const { return words_.size() * 64; }
-  bool test(std::size_t cpu) const { return cpu < capacity() && ((words_[cpu / 64] >> (cpu % 64)) & 1U) != 0; }
+  bool test(std::size_t cpu) const {
+    return cpu < capacity() && ((words_[cpu / 64] >> (cpu % 64)) & 1U) != 0;
+  }
   void set(std::size_t cpu) { words_[cpu / 64] |= std::uint64_t{1} << (cpu % 64); }
   void clear(std::size_t cpu) { words_[cpu / 64] &= ~(std::uint64_t{1} << (cpu % 64)); }
   bool empty() const {
@@ -132,7 +136,8 @@ class parser {
     char* end = nullptr;
     const unsigned long n = std::strtoul(s, &end, 10);
     // As a long, so that "-3" (which strtoul wraps round) is refused.
-    if (errno != 0 || end == s || static_cast<long>(n) <= (allow_zero ? -1L : 0L) || *skip_space(end) != '\0') {
+    if (errno != 0 || end == s || static_cast<long>(n) <= (allow_zero ? -1L : 0L) ||
+        *skip_space(end) != '\0') {
       invalid(name);
       return std::nullopt;
     }
@@ -178,8 +183,9 @@ class parser {
     };
     // "master" before "primary", as GNU looks them up; false and true only
     // as the whole value.
-    static constexpr kind kKinds[] = {{"false", bind_false}, {"true", bind_true},   {"master", bind_primary},
-                                      {"primary", bind_primary}, {"close", bind_close}, {"spread", bind_spread}};
+    static constexpr kind kKinds[] = {{"false", bind_false},    {"true", bind_true},
+                                      {"master", bind_primary}, {"primary", bind_primary},
+                                      {"close", bind_close},    {"spread", bind_spread}};
     const auto match = [](const char*& s, std::size_t first) -> std::optional<int> {
       for (std::size_t i = first; i < std::size(kKinds); ++i) {
         if (starts_with(s, kKinds[i].word)) {
@@ -194,7 +200,7 @@ class parser {
     const char* s = skip_space(value);
     std::vector<int> list;
     std::optional<int> kind = match(s, 0);
-    if (*skip_space(value) == '\0' || !kind) return invalid_bind(name);
+    if (!kind) return invalid_bind(name);  // nothing, or no keyword
     list.push_back(*kind);
     s = skip_space(s);
     if (*s == '\0') return list;
@@ -233,8 +239,10 @@ class parser {
       const char* word;
       int value;
     };
-    static constexpr kind kKinds[] = {
-        {"static", sched_static}, {"dynamic", sched_dynamic}, {"guided", sched_guided}, {"auto", sched_auto}};
+    static constexpr kind kKinds[] = {{"static", sched_static},
+                                      {"dynamic", sched_dynamic},
+                                      {"guided", sched_guided},
+                                      {"auto", sched_auto}};
     int kind_value = -1;
     for (const kind& k : kKinds) {
       if (starts_with(s, k.word)) {
@@ -282,11 +290,20 @@ class parser {
     unsigned shift = 10;
     if (*suffix != '\0') {
       switch (std::tolower(static_cast<unsigned char>(*suffix))) {
-        case 'b': shift = 0; break;
-        case 'k': shift = 10; break;
-        case 'm': shift = 20; break;
-        case 'g': shift = 30; break;
-        default: return invalid_size(name);
+        case 'b':
+          shift = 0;
+          break;
+        case 'k':
+          shift = 10;
+          break;
+        case 'm':
+          shift = 20;
+          break;
+        case 'g':
+          shift = 30;
+          break;
+        default:
+          return invalid_size(name);
       }
       if (*skip_space(suffix + 1) != '\0') return invalid_size(name);
     }
@@ -315,11 +332,20 @@ class parser {
     unsigned long long scale = 1;
     if (*suffix != '\0') {
       switch (std::tolower(static_cast<unsigned char>(*suffix))) {
-        case 'k': scale = 1000ULL; break;
-        case 'm': scale = 1000ULL * 1000ULL; break;
-        case 'g': scale = 1000ULL * 1000ULL * 1000ULL; break;
-        case 't': scale = 1000ULL * 1000ULL * 1000ULL * 1000ULL; break;
-        default: return invalid_spin(name);
+        case 'k':
+          scale = 1000ULL;
+          break;
+        case 'm':
+          scale = 1000ULL * 1000ULL;
+          break;
+        case 'g':
+          scale = 1000ULL * 1000ULL * 1000ULL;
+          break;
+        case 't':
+          scale = 1000ULL * 1000ULL * 1000ULL * 1000ULL;
+          break;
+        default:
+          return invalid_spin(name);
       }
       if (*skip_space(suffix + 1) != '\0') return invalid_spin(name);
     }
@@ -362,7 +388,9 @@ class parser {
     return std::nullopt;
   }
   void unknown_schedule() { error("Unknown value for environment variable OMP_SCHEDULE"); }
-  void invalid_chunk() { error("Invalid value for chunk size in environment variable OMP_SCHEDULE"); }
+  void invalid_chunk() {
+    error("Invalid value for chunk size in environment variable OMP_SCHEDULE");
+  }
 
   const environment& from_;
   std::string& messages_;
@@ -410,7 +438,8 @@ int last_level_cache(const std::string& sysfs, std::size_t cpu) {
   int best = -1;
   unsigned long best_level = 0;
   for (int index = 0; index < 128; ++index) {
-    std::ifstream in(sysfs + "/cpu/cpu" + std::to_string(cpu) + "/cache/index" + std::to_string(index) + "/level");
+    std::ifstream in(sysfs + "/cpu/cpu" + std::to_string(cpu) + "/cache/index" +
+                     std::to_string(index) + "/level");
     if (!in) break;
     unsigned long level = 0;
     if (in >> level && level >= best_level) {
@@ -427,8 +456,9 @@ enum class place_level { threads = 1, cores = 2, sockets = 3, ll_caches = 4, num
 // walk the CPUs upwards; each one not taken yet brings its group (its core's
 // threads, its socket's, its last-level cache's). Threads and cores are
 // walked per socket first (this_level sockets), which keeps that order.
-void places_by_topology(place_level level, place_level this_level, std::size_t count, cpu_bits& left,
-                        const std::string& sysfs, int& cache_index, std::vector<cpu_bits>& out) {
+void places_by_topology(place_level level, place_level this_level, std::size_t count,
+                        cpu_bits& left, const std::string& sysfs, int& cache_index,
+                        std::vector<cpu_bits>& out) {
   for (std::size_t cpu = 0; cpu < left.capacity() && out.size() < count; ++cpu) {
     if (!left.test(cpu)) continue;
     std::string path = sysfs + "/cpu/cpu" + std::to_string(cpu);
@@ -441,7 +471,8 @@ void places_by_topology(place_level level, place_level this_level, std::size_t c
       }
       path += "/cache/index" + std::to_string(cache_index) + "/shared_cpu_list";
     } else {
-      path += this_level == place_level::sockets ? "/topology/core_siblings_list" : "/topology/thread_siblings_list";
+      path += this_level == place_level::sockets ? "/topology/core_siblings_list"
+                                                 : "/topology/thread_siblings_list";
     }
     const std::optional<std::vector<unsigned long>> group = read_cpu_list(path);
     if (!group) {
@@ -465,13 +496,15 @@ void places_by_topology(place_level level, place_level this_level, std::size_t c
       }
     }
     // A group counts once the CPU that brought it is in it.
-    if (level == this_level && !left.test(cpu) && !current.empty()) out.push_back(std::move(current));
+    if (level == this_level && !left.test(cpu) && !current.empty())
+      out.push_back(std::move(current));
     left.clear(cpu);
   }
 }
 
 // numa_domains: one place per NUMA node (node/online, node<n>/cpulist).
-void places_by_numa(std::size_t count, cpu_bits& left, const std::string& sysfs, std::vector<cpu_bits>& out) {
+void places_by_numa(std::size_t count, cpu_bits& left, const std::string& sysfs,
+                    std::vector<cpu_bits>& out) {
   const std::optional<std::vector<unsigned long>> nodes = read_cpu_list(sysfs + "/node/online");
   if (!nodes) return;
   for (const unsigned long node : *nodes) {
@@ -507,7 +540,8 @@ std::vector<cpu_bits> places_of_level(const machine& m, place_level level, unsig
 
 // Adds len CPUs from `first`, `stride` apart, to p; false (and GNU's message)
 // when one falls outside the CPU set's capacity.
-bool add_cpus(parser& p, cpu_bits& bits, unsigned long first, unsigned long len, long stride, bool quiet) {
+bool add_cpus(parser& p, cpu_bits& bits, unsigned long first, unsigned long len, long stride,
+              bool quiet) {
   unsigned long cpu = first;
   for (;;) {
     if (cpu >= bits.capacity()) {
@@ -518,7 +552,9 @@ bool add_cpus(parser& p, cpu_bits& bits, unsigned long first, unsigned long len,
     if (--len == 0) return true;
     const unsigned long next = cpu + static_cast<unsigned long>(stride);
     if ((stride < 0 && next > cpu) || (stride > 0 && next < cpu)) {
-      if (!quiet) p.error("Logical CPU number " + std::to_string(cpu) + "+" + std::to_string(stride) + " out of range");
+      if (!quiet)
+        p.error("Logical CPU number " + std::to_string(cpu) + "+" + std::to_string(stride) +
+                " out of range");
       return false;
     }
     cpu = next;
@@ -545,7 +581,8 @@ std::optional<cpu_bits> shifted(parser& p, const cpu_bits& from, long stride) {
     if (!from.test(cpu)) continue;
     const std::size_t next = cpu + static_cast<std::size_t>(stride);
     if ((stride < 0 && next > cpu) || (stride > 0 && (next < cpu || next >= from.capacity()))) {
-      p.error("Logical CPU number " + std::to_string(cpu) + "+" + std::to_string(stride) + " out of range");
+      p.error("Logical CPU number " + std::to_string(cpu) + "+" + std::to_string(stride) +
+              " out of range");
       return std::nullopt;
     }
     to.set(next);
@@ -611,7 +648,8 @@ bool read_place(parser& p, const char*& pos, cpu_bits* into, place_item& item) {
           }
         }
         if (into != nullptr && pass == (negated ? 1 : 0)) {
-          if (negated ? !remove_cpu(p, *into, cpu) : !add_cpus(p, *into, cpu, len, stride, false)) return false;
+          if (negated ? !remove_cpu(p, *into, cpu) : !add_cpus(p, *into, cpu, len, stride, false))
+            return false;
         }
         if (*s == '}') break;
         if (*s != ',') return false;
@@ -735,14 +773,16 @@ std::optional<std::vector<cpu_bits>> parse_places(parser& p, const machine& m, b
   // Only the CPUs this process may use; a place left with none goes.
   const std::size_t before = places.size();
   for (cpu_bits& pl : places) pl.intersect(m.allowed);
-  places.erase(std::remove_if(places.begin(), places.end(), [](const cpu_bits& pl) { return pl.empty(); }),
-               places.end());
+  places.erase(
+      std::remove_if(places.begin(), places.end(), [](const cpu_bits& pl) { return pl.empty(); }),
+      places.end());
   if (places.empty()) {
     p.error("None of the places contain usable logical CPUs");
     return invalid();
   }
   if (places.size() < before) {
-    p.error("Number of places reduced from " + std::to_string(before) + " to " + std::to_string(places.size()) +
+    p.error("Number of places reduced from " + std::to_string(before) + " to " +
+            std::to_string(places.size()) +
             " because some places didn't contain any usable logical CPUs");
   }
   return places;
@@ -751,7 +791,8 @@ std::optional<std::vector<cpu_bits>> parse_places(parser& p, const machine& m, b
 // GOMP_CPU_AFFINITY: CPU numbers and ranges (a-b, a-b:stride; C bases),
 // separated by commas or spaces; one place per CPU. nullopt when unset,
 // dropped (`syntax_only`), bad, or naming no usable CPU.
-std::optional<std::vector<cpu_bits>> parse_cpu_affinity(parser& p, const machine& m, bool syntax_only) {
+std::optional<std::vector<cpu_bits>> parse_cpu_affinity(parser& p, const machine& m,
+                                                        bool syntax_only) {
   const char* value = p.get("GOMP_CPU_AFFINITY");
   if (value == nullptr) return std::nullopt;
   struct range {
@@ -833,8 +874,9 @@ std::vector<int> process_cpus() {
   return cpus;
 }
 
-const char* const kAllocatorNames[] = {"omp_default_mem_alloc", "omp_large_cap_mem_alloc", "omp_const_mem_alloc",
-                                       "omp_high_bw_mem_alloc", "omp_low_lat_mem_alloc",   "omp_cgroup_mem_alloc",
+const char* const kAllocatorNames[] = {"omp_default_mem_alloc", "omp_large_cap_mem_alloc",
+                                       "omp_const_mem_alloc",   "omp_high_bw_mem_alloc",
+                                       "omp_low_lat_mem_alloc", "omp_cgroup_mem_alloc",
                                        "omp_pteam_mem_alloc",   "omp_thread_mem_alloc"};
 
 // The stack size GNU would refuse: pthread_attr_setstacksize's own test.
@@ -846,8 +888,8 @@ void check_stacksize(parser& p, std::size_t size) {
   if (err == EINVAL) {
     const std::size_t minimum = PTHREAD_STACK_MIN;
     if (size < minimum) {
-      p.error("Stack size less than minimum of " + std::to_string(minimum / 1024 + (minimum % 1024 != 0 ? 1 : 0)) +
-              "k");
+      p.error("Stack size less than minimum of " +
+              std::to_string(minimum / 1024 + (minimum % 1024 != 0 ? 1 : 0)) + "k");
     } else {
       p.error("Stack size larger than system limit");
     }
@@ -860,9 +902,11 @@ void check_stacksize(parser& p, std::size_t size) {
 void link_lists(global_icvs& icvs) {
   task_icvs& t = icvs.initial;
   t.nthreads_rest = icvs.nthreads_list.size() > 1 ? icvs.nthreads_list.data() + 1 : nullptr;
-  t.nthreads_rest_len = icvs.nthreads_list.size() > 1 ? static_cast<unsigned>(icvs.nthreads_list.size() - 1) : 0;
+  t.nthreads_rest_len =
+      icvs.nthreads_list.size() > 1 ? static_cast<unsigned>(icvs.nthreads_list.size() - 1) : 0;
   t.bind_rest = icvs.bind_list.size() > 1 ? icvs.bind_list.data() + 1 : nullptr;
-  t.bind_rest_len = icvs.bind_list.size() > 1 ? static_cast<unsigned>(icvs.bind_list.size() - 1) : 0;
+  t.bind_rest_len =
+      icvs.bind_list.size() > 1 ? static_cast<unsigned>(icvs.bind_list.size() - 1) : 0;
 }
 
 }  // namespace
@@ -874,9 +918,12 @@ global_icvs parse_environment(const environment& from, std::string& messages) {
 
   g.allowed_cpus = from.allowed_cpus.empty() ? process_cpus() : from.allowed_cpus;
   std::sort(g.allowed_cpus.begin(), g.allowed_cpus.end());
-  g.allowed_cpus.erase(std::unique(g.allowed_cpus.begin(), g.allowed_cpus.end()), g.allowed_cpus.end());
+  g.allowed_cpus.erase(std::unique(g.allowed_cpus.begin(), g.allowed_cpus.end()),
+                       g.allowed_cpus.end());
   g.num_procs = static_cast<unsigned>(std::max<std::size_t>(g.allowed_cpus.size(), 1));
-  machine m{cpu_bits(g.allowed_cpus.empty() ? 1 : static_cast<std::size_t>(g.allowed_cpus.back()) + 1), from.sysfs};
+  machine m{
+      cpu_bits(g.allowed_cpus.empty() ? 1 : static_cast<std::size_t>(g.allowed_cpus.back()) + 1),
+      from.sysfs};
   for (const int cpu : g.allowed_cpus) m.allowed.set(static_cast<std::size_t>(cpu));
 
   // In GNU's order, so that the messages come in its order too.
@@ -892,15 +939,17 @@ global_icvs parse_environment(const environment& from, std::string& messages) {
     g.default_allocator = static_cast<std::uintptr_t>(k) + 1;
   }
   if (auto v = p.number("OMP_THREAD_LIMIT", false)) {
-    t.thread_limit = *v > static_cast<unsigned long>(INT_MAX) ? UINT_MAX : static_cast<unsigned>(*v);
+    t.thread_limit =
+        *v > static_cast<unsigned long>(INT_MAX) ? UINT_MAX : static_cast<unsigned>(*v);
   }
   if (auto v = p.integer("GOMP_DEBUG", true)) g.debug = *v;
 
   if (auto list = p.number_list("OMP_NUM_THREADS")) {
     g.nthreads_given = *list;
     for (const unsigned long n : *list) {
-      g.nthreads_list.push_back(n > static_cast<unsigned long>(INT_MAX) ? static_cast<unsigned>(INT_MAX)
-                                                                         : static_cast<unsigned>(n));
+      g.nthreads_list.push_back(n > static_cast<unsigned long>(INT_MAX)
+                                    ? static_cast<unsigned>(INT_MAX)
+                                    : static_cast<unsigned>(n));
     }
     t.nthreads = g.nthreads_list.front();
   } else {
@@ -917,7 +966,8 @@ global_icvs parse_environment(const environment& from, std::string& messages) {
     places_dropped = t.bind == bind_false;
   }
   if (auto v = p.number("OMP_MAX_ACTIVE_LEVELS", true)) {
-    t.max_active_levels = static_cast<unsigned>(std::min<unsigned long>(*v, supported_active_levels));
+    t.max_active_levels =
+        static_cast<unsigned>(std::min<unsigned long>(*v, supported_active_levels));
   } else if (bool nested = true; p.boolean("OMP_NESTED", nested)) {
     // OMP_NESTED (deprecated) counts only when OMP_MAX_ACTIVE_LEVELS does not.
     t.max_active_levels = nested ? supported_active_levels : 1;
@@ -939,7 +989,8 @@ global_icvs parse_environment(const environment& from, std::string& messages) {
     if (t.bind == bind_false) t.bind = bind_true;
   }
   // Binding without places: one place per hardware thread.
-  if (t.bind != bind_false && places.empty()) places = places_of_level(m, place_level::threads, ULONG_MAX);
+  if (t.bind != bind_false && places.empty())
+    places = places_of_level(m, place_level::threads, ULONG_MAX);
   for (const cpu_bits& pl : places) g.places.push_back(pl.cpus());
 
   if (const char* format = p.get("OMP_AFFINITY_FORMAT")) g.affinity_format = format;
@@ -1001,7 +1052,8 @@ std::string display_env_text(const global_icvs& g, bool verbose) {
   line("OMP_DYNAMIC", truth(t.dyn));
   line("OMP_NESTED", truth(t.max_active_levels > 1));
 
-  std::string threads = std::to_string(g.nthreads_given.empty() ? t.nthreads : g.nthreads_given.front());
+  std::string threads =
+      std::to_string(g.nthreads_given.empty() ? t.nthreads : g.nthreads_given.front());
   for (std::size_t i = 1; i < g.nthreads_given.size(); ++i) {
     threads += ',';
     threads += std::to_string(g.nthreads_given[i]);
@@ -1018,12 +1070,23 @@ std::string display_env_text(const global_icvs& g, bool verbose) {
   }
   // The chunk is shown when it is not the kind's default.
   switch (kind) {
-    case 0: schedule += "RUNTIME"; break;
-    case sched_static: schedule += "STATIC"; break;
-    case sched_dynamic: schedule += "DYNAMIC"; break;
-    case sched_guided: schedule += "GUIDED"; break;
-    case sched_auto: schedule += "AUTO"; break;
-    default: break;
+    case 0:
+      schedule += "RUNTIME";
+      break;
+    case sched_static:
+      schedule += "STATIC";
+      break;
+    case sched_dynamic:
+      schedule += "DYNAMIC";
+      break;
+    case sched_guided:
+      schedule += "GUIDED";
+      break;
+    case sched_auto:
+      schedule += "AUTO";
+      break;
+    default:
+      break;
   }
   if (kind != static_cast<unsigned>(sched_auto) &&
       t.run_chunk != (kind == static_cast<unsigned>(sched_static) ? 0 : 1)) {
@@ -1035,12 +1098,18 @@ std::string display_env_text(const global_icvs& g, bool verbose) {
   // GNU 12 still says MASTER for primary.
   const auto bind_word = [](int b) -> const char* {
     switch (b) {
-      case bind_false: return "FALSE";
-      case bind_true: return "TRUE";
-      case bind_primary: return "MASTER";
-      case bind_close: return "CLOSE";
-      case bind_spread: return "SPREAD";
-      default: return "";
+      case bind_false:
+        return "FALSE";
+      case bind_true:
+        return "TRUE";
+      case bind_primary:
+        return "MASTER";
+      case bind_close:
+        return "CLOSE";
+      case bind_spread:
+        return "SPREAD";
+      default:
+        return "";
     }
   };
   std::string bind = bind_word(t.bind);
@@ -1160,16 +1229,17 @@ std::string cpu_ranges(const place& cpus) {
   return out;
 }
 
-bool expand_affinity_format(const char* format, const std::function<std::string(char)>& field, std::string& out,
-                            std::string& error) {
+bool expand_affinity_format(const char* format, const std::function<std::string(char)>& field,
+                            std::string& out, std::string& error) {
   struct long_name {
     const char* name;
     char code;
   };
   static constexpr long_name kLongNames[] = {
-      {"team_num", 't'},      {"num_teams", 'T'},     {"nesting_level", 'L'},    {"thread_num", 'n'},
-      {"num_threads", 'N'},   {"ancestor_tnum", 'a'}, {"host", 'H'},             {"process_id", 'P'},
-      {"native_thread_id", 'i'}, {"thread_affinity", 'A'}};
+      {"team_num", 't'},       {"num_teams", 'T'},   {"nesting_level", 'L'},
+      {"thread_num", 'n'},     {"num_threads", 'N'}, {"ancestor_tnum", 'a'},
+      {"host", 'H'},           {"process_id", 'P'},  {"native_thread_id", 'i'},
+      {"thread_affinity", 'A'}};
   const char* s = format;
   while (*s != '\0') {
     if (*s != '%') {
@@ -1220,7 +1290,8 @@ bool expand_affinity_format(const char* format, const std::function<std::string(
       if (code == '{') {
         const char* close = std::strchr(s + 1, '}');
         if (close != nullptr) {
-          error = "unsupported long type name '" + std::string(s + 1, close) + "' in affinity format";
+          error =
+              "unsupported long type name '" + std::string(s + 1, close) + "' in affinity format";
         } else {
           error = "unterminated long type name '" + std::string(s + 1) + "' in affinity format";
         }

@@ -50,15 +50,15 @@ struct task_icvs {
   // and the rest after it).
   const unsigned* nthreads_rest = nullptr;
   unsigned nthreads_rest_len = 0;
-  bool dyn = false;                    // dyn-var (OMP_DYNAMIC, omp_set_dynamic)
-  int run_sched = sched_dynamic;       // run-sched-var, with sched_monotonic
-  int run_chunk = 1;                   // its chunk size
-  int bind = bind_false;               // bind-var of this level
-  const int* bind_rest = nullptr;      // the rest of the OMP_PROC_BIND list
+  bool dyn = false;                // dyn-var (OMP_DYNAMIC, omp_set_dynamic)
+  int run_sched = sched_dynamic;   // run-sched-var, with sched_monotonic
+  int run_chunk = 1;               // its chunk size
+  int bind = bind_false;           // bind-var of this level
+  const int* bind_rest = nullptr;  // the rest of the OMP_PROC_BIND list
   unsigned bind_rest_len = 0;
-  unsigned thread_limit = 0xffffffffu; // thread-limit-var (unlimited)
-  unsigned max_active_levels = 1;      // max-active-levels-var
-  int default_device = 0;              // default-device-var
+  unsigned thread_limit = 0xffffffffu;  // thread-limit-var (unlimited)
+  unsigned max_active_levels = 1;       // max-active-levels-var
+  int default_device = 0;               // default-device-var
 };
 
 // A place: the OS numbers of its CPUs, ascending.
@@ -74,24 +74,24 @@ struct global_icvs {
   global_icvs& operator=(global_icvs&&) = default;
   ~global_icvs() = default;
 
-  bool cancellation = false;           // OMP_CANCELLATION
-  int max_task_priority = 0;           // OMP_MAX_TASK_PRIORITY
-  std::size_t stacksize = 0;           // OMP_STACKSIZE / GOMP_STACKSIZE in bytes; 0: the default
-  int wait_policy = -1;                // OMP_WAIT_POLICY: -1 unset, 0 passive, 1 active
+  bool cancellation = false;              // OMP_CANCELLATION
+  int max_task_priority = 0;              // OMP_MAX_TASK_PRIORITY
+  std::size_t stacksize = 0;              // OMP_STACKSIZE / GOMP_STACKSIZE in bytes; 0: the default
+  int wait_policy = -1;                   // OMP_WAIT_POLICY: -1 unset, 0 passive, 1 active
   unsigned long long spincount = 300000;  // GOMP_SPINCOUNT, or what the wait policy implies
-  bool spincount_set = false;          // GOMP_SPINCOUNT was given (and valid)
-  std::vector<place> places;           // place-partition-var at start; empty: no places
-  unsigned num_procs = 1;              // CPUs this process may use (at start)
-  std::vector<int> allowed_cpus;       // which ones, ascending
-  int display_env = 0;                 // OMP_DISPLAY_ENV: 0 no, 1 true, 2 verbose
-  bool display_affinity = false;       // OMP_DISPLAY_AFFINITY
+  bool spincount_set = false;             // GOMP_SPINCOUNT was given (and valid)
+  std::vector<place> places;              // place-partition-var at start; empty: no places
+  unsigned num_procs = 1;                 // CPUs this process may use (at start)
+  std::vector<int> allowed_cpus;          // which ones, ascending
+  int display_env = 0;                    // OMP_DISPLAY_ENV: 0 no, 1 true, 2 verbose
+  bool display_affinity = false;          // OMP_DISPLAY_AFFINITY
   std::string affinity_format = "level %L thread %i affinity %A";  // OMP_AFFINITY_FORMAT
   std::uintptr_t default_allocator = 1;  // OMP_ALLOCATOR (omp_default_mem_alloc)
-  int num_teams = 0;                   // OMP_NUM_TEAMS (nteams-var; 0: unset)
-  int teams_thread_limit = 0;          // OMP_TEAMS_THREAD_LIMIT (0: unset)
-  int target_offload = 0;              // OMP_TARGET_OFFLOAD: 0 default, 1 mandatory, 2 disabled
-  int debug = 0;                       // GOMP_DEBUG
-  task_icvs initial;                   // the initial task's ICVs
+  int num_teams = 0;                     // OMP_NUM_TEAMS (nteams-var; 0: unset)
+  int teams_thread_limit = 0;            // OMP_TEAMS_THREAD_LIMIT (0: unset)
+  int target_offload = 0;                // OMP_TARGET_OFFLOAD: 0 default, 1 mandatory, 2 disabled
+  int debug = 0;                         // GOMP_DEBUG
+  task_icvs initial;                     // the initial task's ICVs
 
   // The lists behind initial's pointers, whole (element 0 is the first level).
   std::vector<unsigned> nthreads_list;
@@ -144,7 +144,8 @@ MOTE_API std::string cpu_ranges(const place& cpus);
 // name is c (t T L n N a H P i A, a long name {thread_num} maps to its short
 // one); asked only for the fields the format uses. False, with GNU's message
 // in `error` (without "libgomp: "), for a malformed format; GNU then exits.
-MOTE_API bool expand_affinity_format(const char* format, const std::function<std::string(char)>& field,
+MOTE_API bool expand_affinity_format(const char* format,
+                                     const std::function<std::string(char)>& field,
                                      std::string& out, std::string& error);
 
 }  // namespace mote::omp

@@ -140,6 +140,30 @@ task_icvs team_icvs(const task_icvs& enc) {
   return t;
 }
 
+// The team a thread opens at `level` + 1: kept from its last region there
+// when it has the same size and runtime (regions back to back reuse the
+// barrier, the worksharing ring and the thread states: their counters only
+// ever grow, so the sums and ring numbers carry over), else made anew. Thread
+// 0 reuses it only after every member's last access (parallel() waits).
+team& team_for(unsigned level, unsigned n, runtime_impl* rt) {
+  static thread_local std::vector<std::unique_ptr<team>> cache;
+  if (cache.size() <= level) cache.resize(level + 1);
+  std::unique_ptr<team>& slot = cache[level];
+  if (slot == nullptr || slot->n != n || slot->rt != rt) {
+    slot = std::make_unique<team>(n, rt != nullptr ? rt->spin_ns() : -1);
+    slot->rt = rt;
+    slot->workers.resize(n);
+  }
+  team& tm = *slot;
+  // What a region changes: reset for the next one.
+  tm.cancelled.store(false, std::memory_order_relaxed);
+  tm.ws_cancelled.store(false, std::memory_order_relaxed);
+  tm.at_end.store(0, std::memory_order_relaxed);
+  tm.final_episode = false;
+  tm.left.store(0, std::memory_order_relaxed);
+  return tm;
+}
+
 void end_of_region(team& tm, thread_state& st) {
   if (!globals().cancellation || tm.n == 1) {
     team_barrier(tm, st);
@@ -346,14 +370,13 @@ void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) 
   if (rt != nullptr && n > 1) reserve(*rt, self, n, members);
   n = 1 + static_cast<unsigned>(members.size());
 
-  team tm(n, rt != nullptr ? rt->spin_ns() : -1);
+  team& tm = team_for(cur.level, n, rt);
   tm.level = cur.level + 1;
   tm.active_level = cur.active_level + (n > 1 ? 1 : 0);
   tm.fn = fn;
   tm.data = data;
   tm.rt = rt;
   tm.icvs = team_icvs(icv);
-  tm.workers.resize(n);
   tm.workers[0] = self;
   for (unsigned i = 1; i < n; ++i) tm.workers[i] = &rt->worker_at(members[i - 1]);
   for (unsigned i = 0; i < n; ++i) {
@@ -366,6 +389,9 @@ void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) 
     st.self = tm.workers[i];
     st.task = &st.implicit;
     st.implicit.tm = &tm;
+    st.implicit.open_group = nullptr;
+    st.implicit.group = nullptr;
+    st.foreign = false;
     st.team_num = cur.team_num;
     st.num_teams = cur.num_teams;
   }

@@ -2,6 +2,8 @@
 # Installs mote into a scratch prefix and builds and runs three consumers:
 #   find_package(mote CONFIG) + mote::mote, add_subdirectory(<mote source>),
 #   and a one-line compile with `pkg-config --cflags --libs mote`.
+# With the OpenMP front end (gcc): libgomp.so.1 and mote-omp installed where
+# said, and a gcc -fopenmp program run on them.
 # Does this for a shared and a static libmote (MOTE_INSTALL_TEST_KINDS picks).
 #
 #   tests/install/run.sh <mote-source-dir> <scratch-dir>
@@ -60,11 +62,36 @@ for kind in $kinds; do
         { cat "$root/mote-configure.log"; echo "the configure does not say: $wanted" >&2; exit 1; }
     done
   fi
-  cmake --build "$root/mote-build" -j "$jobs" --target mote >"$root/mote-build.log" ||
+  # With the OpenMP front end when the configure chose it (gcc as C compiler).
+  targets=(mote)
+  omp=OFF
+  if grep -q '^MOTE_OMP:BOOL=ON' "$root/mote-build/CMakeCache.txt"; then
+    omp=ON
+    targets+=(mote_gomp)
+  fi
+  cmake --build "$root/mote-build" -j "$jobs" --target "${targets[@]}" >"$root/mote-build.log" ||
     { cat "$root/mote-build.log"; exit 1; }
   cmake --install "$root/mote-build" >"$root/mote-install.log"
   test -f "$prefix/include/mote.h"
   test -f "$prefix/include/mote/mote.hpp"
+
+  if [[ $omp == ON ]]; then
+    step "$kind: the OpenMP front end (<libdir>/mote/omp/libgomp.so.1, bin/mote-omp)"
+    gomp=$(find "$prefix" -path '*/mote/omp/libgomp.so.1' -print -quit)
+    test -n "$gomp" || { echo "libgomp.so.1 is not installed in <libdir>/mote/omp" >&2; exit 1; }
+    # No unversioned libgomp.so: a linker must never take mote's for GNU's.
+    if [[ -e $(dirname "$gomp")/libgomp.so ]]; then
+      echo "an unversioned libgomp.so is installed beside $gomp" >&2
+      exit 1
+    fi
+    test -x "$prefix/bin/mote-omp" || { echo "bin/mote-omp is not installed" >&2; exit 1; }
+    # A program built with gcc -fopenmp runs on the installed library through
+    # the installed launcher (it checks where omp_get_max_threads comes from).
+    cc -fopenmp -O2 -o "$root/omp-app" "$src/tests/test_omp_abi_smoke.c"
+    threads=$("$prefix/bin/mote-omp" --threads 3 "$root/omp-app" --library "$gomp" --print-max-threads)
+    [[ $threads == 3 ]] || { echo "mote-omp --threads 3: the program saw '$threads'" >&2; exit 1; }
+    "$prefix/bin/mote-omp" "$root/omp-app" --library "$gomp"
+  fi
 
   step "$kind: find_package consumer"
   cmake -S "$here/find_package" -B "$root/find_package" "${generator[@]}" \

@@ -27,9 +27,18 @@ def find_exe(name, bin_dirs):
     return None
 
 
+def runtime_env(rinfo, exe, workers):
+    """A runtime's own environment ("env" in the registry), with {exe_dir} (the
+    executable's directory) and {workers} filled in."""
+    def fill(text):
+        return text.replace("{exe_dir}", os.path.dirname(exe)).replace("{workers}", str(workers))
+    return {k: fill(v) for k, v in rinfo.get("env", {}).items()}
+
+
 def plan_jobs(registry, quick, only_suites, bin_dirs):
     """The list of (suite, job, runtime, workers, exe) to run each round."""
     jobs, skipped = [], []
+    missing_reported = set()
     for suite in registry["suites"]:
         if only_suites and suite["name"] not in only_suites:
             continue
@@ -40,8 +49,11 @@ def plan_jobs(registry, quick, only_suites, bin_dirs):
             for rt in job["runtimes"]:
                 rinfo = registry["runtimes"][rt]
                 # A job may run another suite's executables (the robust suite
-                # reruns fork_join and micro under other conditions).
-                exe_name = f"bench_{job.get('exe_suite', suite['name'])}_{rinfo['exe_suffix']}"
+                # reruns fork_join and micro under other conditions), or name
+                # one executable that every runtime runs, the runtimes then
+                # differing by their env alone (the omp suite: one gcc-built
+                # program on three libgomp.so.1).
+                exe_name = job.get("exe") or f"bench_{job.get('exe_suite', suite['name'])}_{rinfo['exe_suffix']}"
                 exe = find_exe(exe_name, bin_dirs)
                 # A serial runtime runs once, with 1 worker, whatever the job's counts.
                 workers = job["workers"] if rinfo.get("parallel", True) else [1]
@@ -50,8 +62,20 @@ def plan_jobs(registry, quick, only_suites, bin_dirs):
                     if exe is None:
                         skipped.append({"key": list(key), "reason": f"{exe_name} not built"})
                         continue
+                    # A runtime that needs a file (a library it loads instead of
+                    # the linked one) is skipped, with one line, while it is missing.
+                    needs = rinfo.get("requires")
+                    if needs:
+                        path = os.path.normpath(needs.replace("{exe_dir}", os.path.dirname(exe)))
+                        if not os.path.exists(path):
+                            reason = f"{path} missing" + (f": {rinfo['requires_why']}" if "requires_why" in rinfo else "")
+                            skipped.append({"key": list(key), "reason": reason})
+                            if (rt, path) not in missing_reported:
+                                missing_reported.add((rt, path))
+                                print(f"skipping runtime {rt}: {reason}", file=sys.stderr, flush=True)
+                            continue
                     jobs.append({"suite": suite, "spec": spec, "runtime": rt, "workers": w,
-                                 "exe": exe, "key": key})
+                                 "exe": exe, "key": key, "env": runtime_env(rinfo, exe, w)})
     return jobs, skipped
 
 
@@ -69,6 +93,7 @@ def run_job(job, samples_so_far, timeout):
         cmd += ["--budget-ms", str(budget)]
     cmd += [str(a) for a in spec.get("args", [])]
     env = dict(os.environ)
+    env.update(job.get("env", {}))
     scratch = tempfile.mkdtemp(prefix="mote-bench-")
     for k, v in spec.get("env", {}).items():
         env[k] = v.replace("{scratch}", scratch)
@@ -110,6 +135,15 @@ def run_job(job, samples_so_far, timeout):
                     return None, f"unparsable output line: {line[:200]}"
     if not records:
         return None, f"no record printed: {' '.join(cmd)}"
+    if "exe" in spec:
+        # One executable for several runtimes: its records name the runtime
+        # it found itself running on, which must be the one asked for (a
+        # missing library would otherwise file the linked one's times here).
+        for rec in records:
+            if rec.get("runtime") != job["runtime"] or rec.get("workers") != job["workers"]:
+                lib = rec.get("extra", {}).get("omp_library_real", "?")
+                return None, (f"ran on {rec.get('runtime')} ({lib}) with {rec.get('workers')} workers, "
+                              f"asked for {job['runtime']} with {job['workers']}: {' '.join(cmd)}")
     if "kernel_cli" in spec or "exe_suite" in spec or copies > 1:
         # Rerun of another suite's kernel: file it under this job's name; the
         # two processes of one job pool their samples.

@@ -64,7 +64,7 @@ HEADER = """\
   MOTE_GOMP_EXPORT __attribute__((weak)) void internal() {      \\
     mote::omp::unsupported(#name);                              \\
   }                                                             \\
-  __asm__(".symver " #internal ", " #name binding #node);
+  __asm__(".symver " #internal ", " #name binding node);
 
 extern "C" {
 """
@@ -115,7 +115,7 @@ def generate(map_text):
                 lines.append("MOTE_GOMP_STUB(%s)\n" % s)
             else:
                 binding = '"@@"' if node == nodes_of[-1] else '"@"'
-                lines.append("MOTE_GOMP_STUB_VERSIONED(%s, %s, %s, %s)\n"
+                lines.append('MOTE_GOMP_STUB_VERSIONED(%s, "%s", %s, %s)\n'
                              % (s, node, internal_name(s, node), binding))
     lines.append(FOOTER)
     return "".join(lines)

@@ -25,10 +25,10 @@
    compatibility version) or name@@node (two: the default). For the names
    libgomp exports in two versions; the internal name is the one
    tools/omp/gen_stubs.py gives the stub, mote_gomp_<name>_<node with _>:
-     MOTE_GOMP_VERSIONED(omp_set_lock, OMP_1.0, mote_gomp_omp_set_lock_OMP_1_0, "@")
+     MOTE_GOMP_VERSIONED(omp_set_lock, "OMP_1.0", mote_gomp_omp_set_lock_OMP_1_0, "@")
    after the definition of mote_gomp_omp_set_lock_OMP_1_0. */
 #define MOTE_GOMP_VERSIONED(name, node, internal, binding) \
-  __asm__(".symver " #internal ", " #name binding #node)
+  __asm__(".symver " #internal ", " #name binding node)
 
 #ifdef __cplusplus
 extern "C" {

@@ -78,11 +78,16 @@ std::string current_format() {
 std::string affinity_field(char code) {
   char buffer[64];
   switch (code) {
-    case 't': return std::to_string(omp_get_team_num());
-    case 'T': return std::to_string(omp_get_num_teams());
-    case 'L': return std::to_string(mote::omp::level());
-    case 'n': return std::to_string(mote::omp::thread_num());
-    case 'N': return std::to_string(mote::omp::num_threads());
+    case 't':
+      return std::to_string(omp_get_team_num());
+    case 'T':
+      return std::to_string(omp_get_num_teams());
+    case 'L':
+      return std::to_string(mote::omp::level());
+    case 'n':
+      return std::to_string(mote::omp::thread_num());
+    case 'N':
+      return std::to_string(mote::omp::num_threads());
     case 'a': {
       const int level = mote::omp::level();
       return std::to_string(level > 0 ? mote::omp::ancestor_thread_num(level - 1) : -1);
@@ -94,7 +99,8 @@ std::string affinity_field(char code) {
       }
       return "node";
     }
-    case 'P': return std::to_string(::getpid());
+    case 'P':
+      return std::to_string(::getpid());
     case 'i':
       std::snprintf(buffer, sizeof buffer, "0x%lx", static_cast<unsigned long>(::pthread_self()));
       return buffer;
@@ -107,17 +113,20 @@ std::string affinity_field(char code) {
       }
       return mote::omp::cpu_ranges(globals().allowed_cpus);
     }
-    default: return {};
+    default:
+      return {};
   }
 }
 
 // Expands `format` (the current one when null or empty); GNU's message and
 // exit on a malformed one.
 std::string capture_affinity(const char* format) {
-  const std::string current = format == nullptr || *format == '\0' ? current_format() : std::string();
+  const std::string current =
+      format == nullptr || *format == '\0' ? current_format() : std::string();
   std::string out;
   std::string error;
-  if (!mote::omp::expand_affinity_format(current.empty() ? format : current.c_str(), affinity_field, out, error)) {
+  if (!mote::omp::expand_affinity_format(current.empty() ? format : current.c_str(), affinity_field,
+                                         out, error)) {
     fatal(error);
   }
   return out;
@@ -145,7 +154,8 @@ struct allocator_data {
 };
 
 allocator_data* data_of(std::uintptr_t handle) {
-  return handle > MOTE_OMP_LAST_PREDEFINED_ALLOC ? reinterpret_cast<allocator_data*>(handle) : nullptr;
+  return handle > MOTE_OMP_LAST_PREDEFINED_ALLOC ? reinterpret_cast<allocator_data*>(handle)
+                                                 : nullptr;
 }
 
 // In front of every block: where malloc's block starts, its size, and which
@@ -165,7 +175,8 @@ block_header* header_of(void* payload) { return static_cast<block_header*>(paylo
 thread_local std::uintptr_t t_default_allocator = MOTE_OMP_NULL_ALLOCATOR;
 
 std::uintptr_t default_allocator() {
-  if (t_default_allocator == MOTE_OMP_NULL_ALLOCATOR) t_default_allocator = globals().default_allocator;
+  if (t_default_allocator == MOTE_OMP_NULL_ALLOCATOR)
+    t_default_allocator = globals().default_allocator;
   return t_default_allocator;
 }
 
@@ -195,7 +206,8 @@ void* allocate(std::size_t alignment, std::size_t size, std::uintptr_t allocator
   for (;;) {
     if (allocator == MOTE_OMP_NULL_ALLOCATOR) allocator = default_allocator();
     allocator_data* const data = data_of(allocator);
-    std::size_t align = std::max<std::size_t>(alignment, data != nullptr ? data->alignment : sizeof(void*));
+    std::size_t align =
+        std::max<std::size_t>(alignment, data != nullptr ? data->alignment : sizeof(void*));
     align = std::max(align, sizeof(void*));
     // Room for the header, and to move the payload up to its alignment
     // (malloc's blocks are at least pointer-aligned).
@@ -221,11 +233,13 @@ void* allocate(std::size_t alignment, std::size_t size, std::uintptr_t allocator
           continue;
         }
         return nullptr;
-      case MOTE_OMP_ATV_NULL_FB: return nullptr;
+      case MOTE_OMP_ATV_NULL_FB:
+        return nullptr;
       case MOTE_OMP_ATV_ALLOCATOR_FB:
         allocator = data->fb_data;
         continue;
-      default: fatal("Out of memory allocating " + std::to_string(reported_size) + " bytes");
+      default:
+        fatal("Out of memory allocating " + std::to_string(reported_size) + " bytes");
     }
   }
 }
@@ -244,7 +258,8 @@ constexpr int kInitialDevice = 0;  // omp_get_num_devices(): no offload devices
 // A device number that names no device: GNU's resolve_device, which stops the
 // program under OMP_TARGET_OFFLOAD=MANDATORY.
 void no_such_device(int device) {
-  if (globals().target_offload == 1 && device != GOMP_DEVICE_HOST_FALLBACK && device != kInitialDevice) {
+  if (globals().target_offload == 1 && device != GOMP_DEVICE_HOST_FALLBACK &&
+      device != kInitialDevice) {
     fatal("OMP_TARGET_OFFLOAD is set to MANDATORY, but device not found");
   }
 }
@@ -258,8 +273,8 @@ bool is_host(int device) {
 }
 
 int copy_rect(char* dst, const char* src, std::size_t element, int dims, const std::size_t* volume,
-              const std::size_t* dst_offsets, const std::size_t* src_offsets, const std::size_t* dst_dims,
-              const std::size_t* src_dims) {
+              const std::size_t* dst_offsets, const std::size_t* src_offsets,
+              const std::size_t* dst_dims, const std::size_t* src_dims) {
   if (dims == 1) {
     std::size_t length = 0;
     std::size_t dst_off = 0;
@@ -288,8 +303,8 @@ int copy_rect(char* dst, const char* src, std::size_t element, int dims, const s
     return EINVAL;
   }
   for (std::size_t j = 0; j < volume[0]; ++j) {
-    const int err = copy_rect(dst + dst_off, src + src_off, element, dims - 1, volume + 1, dst_offsets + 1,
-                              src_offsets + 1, dst_dims + 1, src_dims + 1);
+    const int err = copy_rect(dst + dst_off, src + src_off, element, dims - 1, volume + 1,
+                              dst_offsets + 1, src_offsets + 1, dst_dims + 1, src_dims + 1);
     if (err != 0) return err;
     dst_off += dst_slice;
     src_off += src_slice;
@@ -303,7 +318,9 @@ extern "C" {
 
 // ---- ICVs of the current task ----------------------------------------------------------
 
-MOTE_GOMP_EXPORT void omp_set_num_threads(int n) { thread_icvs().nthreads = n > 0 ? static_cast<unsigned>(n) : 1U; }
+MOTE_GOMP_EXPORT void omp_set_num_threads(int n) {
+  thread_icvs().nthreads = n > 0 ? static_cast<unsigned>(n) : 1U;
+}
 MOTE_GOMP_EXPORT int omp_get_max_threads(void) { return static_cast<int>(thread_icvs().nthreads); }
 
 MOTE_GOMP_EXPORT void omp_set_dynamic(int on) { thread_icvs().dyn = on != 0; }
@@ -326,11 +343,17 @@ MOTE_GOMP_EXPORT int omp_get_nested(void) {
 MOTE_GOMP_EXPORT void omp_set_schedule(int kind, int chunk) {
   mote::omp::task_icvs& icvs = thread_icvs();
   switch (static_cast<unsigned>(kind) & ~mote::omp::sched_monotonic) {
-    case MOTE_OMP_SCHED_STATIC: icvs.run_chunk = chunk < 1 ? 0 : chunk; break;
+    case MOTE_OMP_SCHED_STATIC:
+      icvs.run_chunk = chunk < 1 ? 0 : chunk;
+      break;
     case MOTE_OMP_SCHED_DYNAMIC:
-    case MOTE_OMP_SCHED_GUIDED: icvs.run_chunk = chunk < 1 ? 1 : chunk; break;
-    case MOTE_OMP_SCHED_AUTO: break;  // no chunk
-    default: return;                  // not a schedule: ignored
+    case MOTE_OMP_SCHED_GUIDED:
+      icvs.run_chunk = chunk < 1 ? 1 : chunk;
+      break;
+    case MOTE_OMP_SCHED_AUTO:
+      break;  // no chunk
+    default:
+      return;  // not a schedule: ignored
   }
   icvs.run_sched = kind;
 }
@@ -347,16 +370,21 @@ MOTE_GOMP_EXPORT int omp_get_thread_limit(void) {
 
 MOTE_GOMP_EXPORT void omp_set_max_active_levels(int levels) {
   if (levels < 0) return;
-  thread_icvs().max_active_levels = std::min(static_cast<unsigned>(levels), mote::omp::supported_active_levels);
+  thread_icvs().max_active_levels =
+      std::min(static_cast<unsigned>(levels), mote::omp::supported_active_levels);
 }
-MOTE_GOMP_EXPORT int omp_get_max_active_levels(void) { return static_cast<int>(thread_icvs().max_active_levels); }
+MOTE_GOMP_EXPORT int omp_get_max_active_levels(void) {
+  return static_cast<int>(thread_icvs().max_active_levels);
+}
 MOTE_GOMP_EXPORT int omp_get_supported_active_levels(void) {
   return static_cast<int>(mote::omp::supported_active_levels);
 }
 
 MOTE_GOMP_EXPORT int omp_get_proc_bind(void) { return thread_icvs().bind; }
 
-MOTE_GOMP_EXPORT void omp_set_default_device(int device) { thread_icvs().default_device = device >= 0 ? device : 0; }
+MOTE_GOMP_EXPORT void omp_set_default_device(int device) {
+  thread_icvs().default_device = device >= 0 ? device : 0;
+}
 MOTE_GOMP_EXPORT int omp_get_default_device(void) { return thread_icvs().default_device; }
 
 // ---- ICVs of the whole program -------------------------------------------------------------
@@ -368,7 +396,9 @@ MOTE_GOMP_EXPORT int omp_get_max_task_priority(void) { return globals().max_task
 MOTE_GOMP_EXPORT void omp_set_num_teams(int n) {
   if (n >= 0) device().num_teams.store(n, std::memory_order_relaxed);
 }
-MOTE_GOMP_EXPORT int omp_get_max_teams(void) { return device().num_teams.load(std::memory_order_relaxed); }
+MOTE_GOMP_EXPORT int omp_get_max_teams(void) {
+  return device().num_teams.load(std::memory_order_relaxed);
+}
 MOTE_GOMP_EXPORT void omp_set_teams_thread_limit(int n) {
   if (n >= 0) device().teams_thread_limit.store(n, std::memory_order_relaxed);
 }
@@ -405,11 +435,15 @@ MOTE_GOMP_EXPORT void omp_get_place_proc_ids(int place, int* ids) {
   std::copy(cpus.begin(), cpus.end(), ids);
 }
 
-MOTE_GOMP_EXPORT int omp_get_place_num(void) { return globals().places.empty() ? -1 : mote::omp::place_num(); }
+MOTE_GOMP_EXPORT int omp_get_place_num(void) {
+  return globals().places.empty() ? -1 : mote::omp::place_num();
+}
 
 // The calling thread's place partition: the whole list, which is the initial
 // thread's (the team layer narrows it inside regions with spread binding).
-MOTE_GOMP_EXPORT int omp_get_partition_num_places(void) { return static_cast<int>(globals().places.size()); }
+MOTE_GOMP_EXPORT int omp_get_partition_num_places(void) {
+  return static_cast<int>(globals().places.size());
+}
 MOTE_GOMP_EXPORT void omp_get_partition_place_nums(int* places) {
   const int n = static_cast<int>(globals().places.size());
   for (int i = 0; i < n; ++i) places[i] = i;
@@ -434,7 +468,8 @@ MOTE_GOMP_EXPORT std::size_t omp_get_affinity_format(char* buffer, std::size_t s
   return text.size();
 }
 
-MOTE_GOMP_EXPORT std::size_t omp_capture_affinity(char* buffer, std::size_t size, const char* format) {
+MOTE_GOMP_EXPORT std::size_t omp_capture_affinity(char* buffer, std::size_t size,
+                                                  const char* format) {
   const std::string text = capture_affinity(format);
   if (size != 0) {
     const std::size_t n = std::min(text.size(), size - 1);
@@ -470,7 +505,9 @@ MOTE_GOMP_EXPORT int omp_pause_resource(int /*kind*/, int device) {
   if (device != kInitialDevice) return -1;
   return mote::omp::level() > 0 ? -1 : 0;
 }
-MOTE_GOMP_EXPORT int omp_pause_resource_all(int /*kind*/) { return mote::omp::level() > 0 ? -1 : 0; }
+MOTE_GOMP_EXPORT int omp_pause_resource_all(int /*kind*/) {
+  return mote::omp::level() > 0 ? -1 : 0;
+}
 
 // ---- Devices ------------------------------------------------------------------------------------
 
@@ -489,25 +526,28 @@ MOTE_GOMP_EXPORT int omp_target_is_present(const void* ptr, int device) {
   if (ptr == nullptr) return 1;
   return is_host(device) ? 1 : 0;
 }
-MOTE_GOMP_EXPORT int omp_target_memcpy(void* dst, const void* src, std::size_t length, std::size_t dst_offset,
-                                       std::size_t src_offset, int dst_device, int src_device) {
+MOTE_GOMP_EXPORT int omp_target_memcpy(void* dst, const void* src, std::size_t length,
+                                       std::size_t dst_offset, std::size_t src_offset,
+                                       int dst_device, int src_device) {
   if (!is_host(dst_device) || !is_host(src_device)) return EINVAL;
-  std::memcpy(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset, length);
+  std::memcpy(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset,
+              length);
   return 0;
 }
 // With neither pointer: the most dimensions it copies (no limit).
-MOTE_GOMP_EXPORT int omp_target_memcpy_rect(void* dst, const void* src, std::size_t element, int dims,
-                                            const std::size_t* volume, const std::size_t* dst_offsets,
-                                            const std::size_t* src_offsets, const std::size_t* dst_dims,
-                                            const std::size_t* src_dims, int dst_device, int src_device) {
+MOTE_GOMP_EXPORT int omp_target_memcpy_rect(
+    void* dst, const void* src, std::size_t element, int dims, const std::size_t* volume,
+    const std::size_t* dst_offsets, const std::size_t* src_offsets, const std::size_t* dst_dims,
+    const std::size_t* src_dims, int dst_device, int src_device) {
   if (dst == nullptr && src == nullptr) return INT_MAX;
   if (!is_host(dst_device) || !is_host(src_device) || dims < 1) return EINVAL;
-  return copy_rect(static_cast<char*>(dst), static_cast<const char*>(src), element, dims, volume, dst_offsets,
-                   src_offsets, dst_dims, src_dims);
+  return copy_rect(static_cast<char*>(dst), static_cast<const char*>(src), element, dims, volume,
+                   dst_offsets, src_offsets, dst_dims, src_dims);
 }
 // Host memory is not associated with itself.
-MOTE_GOMP_EXPORT int omp_target_associate_ptr(const void* /*host*/, const void* /*device_ptr*/, std::size_t /*size*/,
-                                              std::size_t /*offset*/, int device) {
+MOTE_GOMP_EXPORT int omp_target_associate_ptr(const void* /*host*/, const void* /*device_ptr*/,
+                                              std::size_t /*size*/, std::size_t /*offset*/,
+                                              int device) {
   if (device != kInitialDevice && device >= 0) no_such_device(device);
   return EINVAL;
 }
@@ -516,12 +556,13 @@ MOTE_GOMP_EXPORT int omp_target_disassociate_ptr(const void* /*ptr*/, int device
   return EINVAL;
 }
 
-// ---- Memory allocators ---------------------------------------------------------------------------
+// ---- Memory allocators
+// ---------------------------------------------------------------------------
 
 // A new allocator, or omp_null_allocator for a memory space or a trait value
 // mote does not offer (as GNU: high-bandwidth memory and pinned memory).
-MOTE_GOMP_EXPORT mote_omp_allocator_handle_t omp_init_allocator(mote_omp_memspace_handle_t memspace, int ntraits,
-                                                                const mote_omp_alloctrait_t traits[]) {
+MOTE_GOMP_EXPORT mote_omp_allocator_handle_t omp_init_allocator(
+    mote_omp_memspace_handle_t memspace, int ntraits, const mote_omp_alloctrait_t traits[]) {
   allocator_data data;
   data.memspace = memspace;
   if (memspace > MOTE_OMP_LOW_LAT_MEM_SPACE) return MOTE_OMP_NULL_ALLOCATOR;
@@ -533,8 +574,8 @@ MOTE_GOMP_EXPORT mote_omp_allocator_handle_t omp_init_allocator(mote_omp_memspac
     const bool dflt = v == MOTE_OMP_ATV_DEFAULT;
     switch (traits[i].key) {
       case MOTE_OMP_ATK_SYNC_HINT:
-        if (!dflt && !one_of(v, {MOTE_OMP_ATV_CONTENDED, MOTE_OMP_ATV_UNCONTENDED, MOTE_OMP_ATV_SERIALIZED,
-                                 MOTE_OMP_ATV_PRIVATE})) {
+        if (!dflt && !one_of(v, {MOTE_OMP_ATV_CONTENDED, MOTE_OMP_ATV_UNCONTENDED,
+                                 MOTE_OMP_ATV_SERIALIZED, MOTE_OMP_ATV_PRIVATE})) {
           return MOTE_OMP_NULL_ALLOCATOR;
         }
         data.sync_hint = dflt ? MOTE_OMP_ATV_CONTENDED : v;
@@ -544,32 +585,39 @@ MOTE_GOMP_EXPORT mote_omp_allocator_handle_t omp_init_allocator(mote_omp_memspac
         data.alignment = dflt ? 1 : v;
         break;
       case MOTE_OMP_ATK_ACCESS:
-        if (!dflt && !one_of(v, {MOTE_OMP_ATV_ALL, MOTE_OMP_ATV_CGROUP, MOTE_OMP_ATV_PTEAM, MOTE_OMP_ATV_THREAD})) {
+        if (!dflt && !one_of(v, {MOTE_OMP_ATV_ALL, MOTE_OMP_ATV_CGROUP, MOTE_OMP_ATV_PTEAM,
+                                 MOTE_OMP_ATV_THREAD})) {
           return MOTE_OMP_NULL_ALLOCATOR;
         }
         data.access = dflt ? MOTE_OMP_ATV_ALL : v;
         break;
-      case MOTE_OMP_ATK_POOL_SIZE: data.pool_size = dflt ? ~std::uintptr_t{0} : v; break;
+      case MOTE_OMP_ATK_POOL_SIZE:
+        data.pool_size = dflt ? ~std::uintptr_t{0} : v;
+        break;
       case MOTE_OMP_ATK_FALLBACK:
-        if (!dflt && !one_of(v, {MOTE_OMP_ATV_DEFAULT_MEM_FB, MOTE_OMP_ATV_NULL_FB, MOTE_OMP_ATV_ABORT_FB,
-                                 MOTE_OMP_ATV_ALLOCATOR_FB})) {
+        if (!dflt && !one_of(v, {MOTE_OMP_ATV_DEFAULT_MEM_FB, MOTE_OMP_ATV_NULL_FB,
+                                 MOTE_OMP_ATV_ABORT_FB, MOTE_OMP_ATV_ALLOCATOR_FB})) {
           return MOTE_OMP_NULL_ALLOCATOR;
         }
         data.fallback = dflt ? MOTE_OMP_ATV_DEFAULT_MEM_FB : v;
         break;
-      case MOTE_OMP_ATK_FB_DATA: data.fb_data = v; break;
+      case MOTE_OMP_ATK_FB_DATA:
+        data.fb_data = v;
+        break;
       case MOTE_OMP_ATK_PINNED:
-        if (!dflt && v != MOTE_OMP_ATV_FALSE && v != MOTE_OMP_ATV_TRUE) return MOTE_OMP_NULL_ALLOCATOR;
+        if (!dflt && v != MOTE_OMP_ATV_FALSE && v != MOTE_OMP_ATV_TRUE)
+          return MOTE_OMP_NULL_ALLOCATOR;
         data.pinned = v == MOTE_OMP_ATV_TRUE;
         break;
       case MOTE_OMP_ATK_PARTITION:
-        if (!dflt && !one_of(v, {MOTE_OMP_ATV_ENVIRONMENT, MOTE_OMP_ATV_NEAREST, MOTE_OMP_ATV_BLOCKED,
-                                 MOTE_OMP_ATV_INTERLEAVED})) {
+        if (!dflt && !one_of(v, {MOTE_OMP_ATV_ENVIRONMENT, MOTE_OMP_ATV_NEAREST,
+                                 MOTE_OMP_ATV_BLOCKED, MOTE_OMP_ATV_INTERLEAVED})) {
           return MOTE_OMP_NULL_ALLOCATOR;
         }
         data.partition = dflt ? MOTE_OMP_ATV_ENVIRONMENT : v;
         break;
-      default: return MOTE_OMP_NULL_ALLOCATOR;
+      default:
+        return MOTE_OMP_NULL_ALLOCATOR;
     }
   }
   data.alignment = std::max<std::uintptr_t>(data.alignment, sizeof(void*));
@@ -592,10 +640,12 @@ MOTE_GOMP_EXPORT void omp_destroy_allocator(mote_omp_allocator_handle_t allocato
 }
 
 MOTE_GOMP_EXPORT void omp_set_default_allocator(mote_omp_allocator_handle_t allocator) {
-  t_default_allocator = allocator == MOTE_OMP_NULL_ALLOCATOR ? MOTE_OMP_DEFAULT_MEM_ALLOC : allocator;
+  t_default_allocator =
+      allocator == MOTE_OMP_NULL_ALLOCATOR ? MOTE_OMP_DEFAULT_MEM_ALLOC : allocator;
 }
 MOTE_GOMP_EXPORT mote_omp_allocator_handle_t omp_get_default_allocator(void) {
-  return t_default_allocator == MOTE_OMP_NULL_ALLOCATOR ? globals().default_allocator : t_default_allocator;
+  return t_default_allocator == MOTE_OMP_NULL_ALLOCATOR ? globals().default_allocator
+                                                        : t_default_allocator;
 }
 
 MOTE_GOMP_EXPORT void* omp_aligned_alloc(std::size_t alignment, std::size_t size,
@@ -607,23 +657,27 @@ MOTE_GOMP_EXPORT void* omp_alloc(std::size_t size, mote_omp_allocator_handle_t a
   return omp_aligned_alloc(1, size, allocator);
 }
 
-MOTE_GOMP_EXPORT void* omp_aligned_calloc(std::size_t alignment, std::size_t count, std::size_t size,
-                                          mote_omp_allocator_handle_t allocator) {
+MOTE_GOMP_EXPORT void* omp_aligned_calloc(std::size_t alignment, std::size_t count,
+                                          std::size_t size, mote_omp_allocator_handle_t allocator) {
   if (count == 0 || size == 0) return nullptr;
   std::size_t bytes = 0;
   // An overflowing product fails as an allocation that is too big.
   if (__builtin_mul_overflow(count, size, &bytes)) bytes = ~std::size_t{0};
   return allocate(alignment, bytes, allocator, true, count * size);
 }
-MOTE_GOMP_EXPORT void* omp_calloc(std::size_t count, std::size_t size, mote_omp_allocator_handle_t allocator) {
+MOTE_GOMP_EXPORT void* omp_calloc(std::size_t count, std::size_t size,
+                                  mote_omp_allocator_handle_t allocator) {
   return omp_aligned_calloc(1, count, size, allocator);
 }
 
-MOTE_GOMP_EXPORT void omp_free(void* ptr, mote_omp_allocator_handle_t /*allocator*/) { deallocate(ptr); }
+MOTE_GOMP_EXPORT void omp_free(void* ptr, mote_omp_allocator_handle_t /*allocator*/) {
+  deallocate(ptr);
+}
 
 // The block's own allocator when `allocator` is null; the old block stays
 // when the new one cannot be had.
-MOTE_GOMP_EXPORT void* omp_realloc(void* ptr, std::size_t size, mote_omp_allocator_handle_t allocator,
+MOTE_GOMP_EXPORT void* omp_realloc(void* ptr, std::size_t size,
+                                   mote_omp_allocator_handle_t allocator,
                                    mote_omp_allocator_handle_t free_allocator) {
   if (ptr == nullptr) return omp_aligned_alloc(1, size, allocator);
   if (size == 0) {
@@ -631,9 +685,11 @@ MOTE_GOMP_EXPORT void* omp_realloc(void* ptr, std::size_t size, mote_omp_allocat
     return nullptr;
   }
   const block_header old = *header_of(ptr);
-  void* fresh = allocate(1, size, allocator == MOTE_OMP_NULL_ALLOCATOR ? old.allocator : allocator, false, size);
+  void* fresh = allocate(1, size, allocator == MOTE_OMP_NULL_ALLOCATOR ? old.allocator : allocator,
+                         false, size);
   if (fresh == nullptr) return nullptr;
-  const std::size_t old_size = old.size - static_cast<std::size_t>(static_cast<char*>(ptr) - static_cast<char*>(old.base));
+  const std::size_t old_size =
+      old.size - static_cast<std::size_t>(static_cast<char*>(ptr) - static_cast<char*>(old.base));
   std::memcpy(fresh, ptr, std::min(old_size, size));
   deallocate(ptr);
   return fresh;
@@ -641,9 +697,11 @@ MOTE_GOMP_EXPORT void* omp_realloc(void* ptr, std::size_t size, mote_omp_allocat
 
 // The allocate clause and directive: as omp_aligned_alloc, but running out of
 // memory stops the program whatever the fallback.
-MOTE_GOMP_EXPORT void* GOMP_alloc(std::size_t alignment, std::size_t size, std::uintptr_t allocator) {
+MOTE_GOMP_EXPORT void* GOMP_alloc(std::size_t alignment, std::size_t size,
+                                  std::uintptr_t allocator) {
   void* p = omp_aligned_alloc(alignment, size, allocator);
-  if (p == nullptr && size != 0) fatal("Out of memory allocating " + std::to_string(size) + " bytes");
+  if (p == nullptr && size != 0)
+    fatal("Out of memory allocating " + std::to_string(size) + " bytes");
   return p;
 }
 MOTE_GOMP_EXPORT void GOMP_free(void* ptr, std::uintptr_t allocator) { omp_free(ptr, allocator); }

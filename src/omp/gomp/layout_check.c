@@ -1,14 +1,29 @@
 /* Compiles only when mote's definitions of the libgomp ABI (abi.hpp) agree
    with gcc's own <omp.h>, from the include directory of the gcc that builds
    this file, which is the omp.h that programs built with `gcc -fopenmp` saw.
-   It holds no code: a mismatch stops the build of libgomp.so.1 here. */
+   It holds no code: a mismatch stops the build of libgomp.so.1 here.
+   CMake names that omp.h by its path (MOTE_GCC_OMP_H). */
+#ifdef MOTE_GCC_OMP_H
+#if defined(__clang__)
+/* clang (clang-tidy reads this file) does not know gcc's __malloc__(dealloc)
+   attribute; the types and constants are all this file needs. */
+#define __malloc__(...)
+#endif
+/* Named by its path, it is not a system header: its enumerators past INT_MAX
+   are gcc's, not this file's. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#include MOTE_GCC_OMP_H
+#pragma GCC diagnostic pop
+#else
 #include <omp.h>
+#endif
 #include <stdalign.h>
 
 #include "omp/gomp/abi.hpp"
 
-#define MOTE_SAME_LAYOUT(theirs, ours)                                       \
-  _Static_assert(sizeof(theirs) == sizeof(ours), "size of " #theirs);      \
+#define MOTE_SAME_LAYOUT(theirs, ours)                                \
+  _Static_assert(sizeof(theirs) == sizeof(ours), "size of " #theirs); \
   _Static_assert(alignof(theirs) == alignof(ours), "alignment of " #theirs)
 #define MOTE_SAME_VALUE(theirs, ours) \
   _Static_assert((uintptr_t)(theirs) == (uintptr_t)(ours), #theirs " is " #ours)

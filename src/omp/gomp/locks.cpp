@@ -59,7 +59,9 @@ static_assert(sizeof(mote_omp_lock_t) == 4 && sizeof(mote_omp_nest_lock_25_t) ==
 std::atomic<std::uint32_t>* word_at(void* storage) {
   return std::launder(static_cast<std::atomic<std::uint32_t>*>(storage));
 }
-void make_word(void* storage, std::uint32_t value) { new (storage) std::atomic<std::uint32_t>(value); }
+void make_word(void* storage, std::uint32_t value) {
+  new (storage) std::atomic<std::uint32_t>(value);
+}
 
 // ---- A plain lock on one word ------------------------------------------------------
 
@@ -67,7 +69,8 @@ bool try_take(std::atomic<std::uint32_t>& w) {
   std::uint32_t expected = kFree;
   // Acquire: pairs with release()'s exchange; the last holder's critical
   // section happens before ours.
-  return w.compare_exchange_strong(expected, kHeld, std::memory_order_acquire, std::memory_order_relaxed);
+  return w.compare_exchange_strong(expected, kHeld, std::memory_order_acquire,
+                                   std::memory_order_relaxed);
 }
 
 // The spin before the sleep: true once the word was seen free and taken.
@@ -93,7 +96,8 @@ bool spin_take(std::atomic<std::uint32_t>& w) {
 void take(std::atomic<std::uint32_t>& w) {
   if (MOTE_LIKELY(try_take(w)) || spin_take(w)) return;
   // Acquire: as in try_take (an exchange that returns kFree takes the lock).
-  while (w.exchange(kMaySleep, std::memory_order_acquire) != kFree) event_word::commit(&w, kMaySleep);
+  while (w.exchange(kMaySleep, std::memory_order_acquire) != kFree)
+    event_word::commit(&w, kMaySleep);
 }
 
 void release(std::atomic<std::uint32_t>& w) {
@@ -127,7 +131,8 @@ std::uint32_t this_owner_number() {
 bool try_take_25(std::atomic<std::uint32_t>& w, std::uint32_t me) {
   std::uint32_t expected = kFree;
   // Acquire: as try_take.
-  return w.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed);
+  return w.compare_exchange_strong(expected, me, std::memory_order_acquire,
+                                   std::memory_order_relaxed);
 }
 
 void take_25(std::atomic<std::uint32_t>& w, std::uint32_t me) {
@@ -146,13 +151,15 @@ void take_25(std::atomic<std::uint32_t>& w, std::uint32_t me) {
   for (;;) {
     if (seen == kFree) {
       // Acquire: as try_take.
-      if (w.compare_exchange_weak(seen, me | kSleepBit, std::memory_order_acquire, std::memory_order_relaxed)) {
+      if (w.compare_exchange_weak(seen, me | kSleepBit, std::memory_order_acquire,
+                                  std::memory_order_relaxed)) {
         return;
       }
       continue;
     }
     if ((seen & kSleepBit) == 0 &&
-        !w.compare_exchange_weak(seen, seen | kSleepBit, std::memory_order_relaxed, std::memory_order_relaxed)) {
+        !w.compare_exchange_weak(seen, seen | kSleepBit, std::memory_order_relaxed,
+                                 std::memory_order_relaxed)) {
       continue;  // seen is the new value: look again
     }
     event_word::commit(&w, seen | kSleepBit);
@@ -186,20 +193,28 @@ extern "C" {
 
 // ---- OMP_3.0 (the default versions) --------------------------------------------------
 
-MOTE_GOMP_EXPORT void mote_gomp_omp_init_lock_OMP_3_0(mote_omp_lock_t* lock) { make_word(lock, kFree); }
-MOTE_GOMP_VERSIONED(omp_init_lock, OMP_3.0, mote_gomp_omp_init_lock_OMP_3_0, "@@");
+MOTE_GOMP_EXPORT void mote_gomp_omp_init_lock_OMP_3_0(mote_omp_lock_t* lock) {
+  make_word(lock, kFree);
+}
+MOTE_GOMP_VERSIONED(omp_init_lock, "OMP_3.0", mote_gomp_omp_init_lock_OMP_3_0, "@@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_destroy_lock_OMP_3_0(mote_omp_lock_t* /*lock*/) {}
-MOTE_GOMP_VERSIONED(omp_destroy_lock, OMP_3.0, mote_gomp_omp_destroy_lock_OMP_3_0, "@@");
+MOTE_GOMP_VERSIONED(omp_destroy_lock, "OMP_3.0", mote_gomp_omp_destroy_lock_OMP_3_0, "@@");
 
-MOTE_GOMP_EXPORT void mote_gomp_omp_set_lock_OMP_3_0(mote_omp_lock_t* lock) { take(*word_at(lock)); }
-MOTE_GOMP_VERSIONED(omp_set_lock, OMP_3.0, mote_gomp_omp_set_lock_OMP_3_0, "@@");
+MOTE_GOMP_EXPORT void mote_gomp_omp_set_lock_OMP_3_0(mote_omp_lock_t* lock) {
+  take(*word_at(lock));
+}
+MOTE_GOMP_VERSIONED(omp_set_lock, "OMP_3.0", mote_gomp_omp_set_lock_OMP_3_0, "@@");
 
-MOTE_GOMP_EXPORT void mote_gomp_omp_unset_lock_OMP_3_0(mote_omp_lock_t* lock) { release(*word_at(lock)); }
-MOTE_GOMP_VERSIONED(omp_unset_lock, OMP_3.0, mote_gomp_omp_unset_lock_OMP_3_0, "@@");
+MOTE_GOMP_EXPORT void mote_gomp_omp_unset_lock_OMP_3_0(mote_omp_lock_t* lock) {
+  release(*word_at(lock));
+}
+MOTE_GOMP_VERSIONED(omp_unset_lock, "OMP_3.0", mote_gomp_omp_unset_lock_OMP_3_0, "@@");
 
-MOTE_GOMP_EXPORT int mote_gomp_omp_test_lock_OMP_3_0(mote_omp_lock_t* lock) { return try_take(*word_at(lock)) ? 1 : 0; }
-MOTE_GOMP_VERSIONED(omp_test_lock, OMP_3.0, mote_gomp_omp_test_lock_OMP_3_0, "@@");
+MOTE_GOMP_EXPORT int mote_gomp_omp_test_lock_OMP_3_0(mote_omp_lock_t* lock) {
+  return try_take(*word_at(lock)) ? 1 : 0;
+}
+MOTE_GOMP_VERSIONED(omp_test_lock, "OMP_3.0", mote_gomp_omp_test_lock_OMP_3_0, "@@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_init_nest_lock_OMP_3_0(mote_omp_nest_lock_t* lock) {
   nest_lock* n = new (lock) nest_lock;
@@ -207,10 +222,10 @@ MOTE_GOMP_EXPORT void mote_gomp_omp_init_nest_lock_OMP_3_0(mote_omp_nest_lock_t*
   n->count = 0;
   n->owner.store(nullptr, std::memory_order_relaxed);
 }
-MOTE_GOMP_VERSIONED(omp_init_nest_lock, OMP_3.0, mote_gomp_omp_init_nest_lock_OMP_3_0, "@@");
+MOTE_GOMP_VERSIONED(omp_init_nest_lock, "OMP_3.0", mote_gomp_omp_init_nest_lock_OMP_3_0, "@@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_destroy_nest_lock_OMP_3_0(mote_omp_nest_lock_t* /*lock*/) {}
-MOTE_GOMP_VERSIONED(omp_destroy_nest_lock, OMP_3.0, mote_gomp_omp_destroy_nest_lock_OMP_3_0, "@@");
+MOTE_GOMP_VERSIONED(omp_destroy_nest_lock, "OMP_3.0", mote_gomp_omp_destroy_nest_lock_OMP_3_0, "@@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_set_nest_lock_OMP_3_0(mote_omp_nest_lock_t* lock) {
   nest_lock* n = nest_at(lock);
@@ -222,7 +237,7 @@ MOTE_GOMP_EXPORT void mote_gomp_omp_set_nest_lock_OMP_3_0(mote_omp_nest_lock_t* 
   }
   ++n->count;
 }
-MOTE_GOMP_VERSIONED(omp_set_nest_lock, OMP_3.0, mote_gomp_omp_set_nest_lock_OMP_3_0, "@@");
+MOTE_GOMP_VERSIONED(omp_set_nest_lock, "OMP_3.0", mote_gomp_omp_set_nest_lock_OMP_3_0, "@@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_unset_nest_lock_OMP_3_0(mote_omp_nest_lock_t* lock) {
   nest_lock* n = nest_at(lock);
@@ -232,7 +247,7 @@ MOTE_GOMP_EXPORT void mote_gomp_omp_unset_nest_lock_OMP_3_0(mote_omp_nest_lock_t
     release(n->word);
   }
 }
-MOTE_GOMP_VERSIONED(omp_unset_nest_lock, OMP_3.0, mote_gomp_omp_unset_nest_lock_OMP_3_0, "@@");
+MOTE_GOMP_VERSIONED(omp_unset_nest_lock, "OMP_3.0", mote_gomp_omp_unset_nest_lock_OMP_3_0, "@@");
 
 // The new nesting count, or 0 when another owner holds it.
 MOTE_GOMP_EXPORT int mote_gomp_omp_test_nest_lock_OMP_3_0(mote_omp_nest_lock_t* lock) {
@@ -245,35 +260,43 @@ MOTE_GOMP_EXPORT int mote_gomp_omp_test_nest_lock_OMP_3_0(mote_omp_nest_lock_t* 
   }
   return static_cast<int>(++n->count);
 }
-MOTE_GOMP_VERSIONED(omp_test_nest_lock, OMP_3.0, mote_gomp_omp_test_nest_lock_OMP_3_0, "@@");
+MOTE_GOMP_VERSIONED(omp_test_nest_lock, "OMP_3.0", mote_gomp_omp_test_nest_lock_OMP_3_0, "@@");
 
 // ---- OMP_1.0 (OpenMP 2.5) ---------------------------------------------------------------
 // The plain lock is the same word. The nest lock is two ints: the word
 // (owner number and flag) and the count.
 
-MOTE_GOMP_EXPORT void mote_gomp_omp_init_lock_OMP_1_0(mote_omp_lock_t* lock) { make_word(lock, kFree); }
-MOTE_GOMP_VERSIONED(omp_init_lock, OMP_1.0, mote_gomp_omp_init_lock_OMP_1_0, "@");
+MOTE_GOMP_EXPORT void mote_gomp_omp_init_lock_OMP_1_0(mote_omp_lock_t* lock) {
+  make_word(lock, kFree);
+}
+MOTE_GOMP_VERSIONED(omp_init_lock, "OMP_1.0", mote_gomp_omp_init_lock_OMP_1_0, "@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_destroy_lock_OMP_1_0(mote_omp_lock_t* /*lock*/) {}
-MOTE_GOMP_VERSIONED(omp_destroy_lock, OMP_1.0, mote_gomp_omp_destroy_lock_OMP_1_0, "@");
+MOTE_GOMP_VERSIONED(omp_destroy_lock, "OMP_1.0", mote_gomp_omp_destroy_lock_OMP_1_0, "@");
 
-MOTE_GOMP_EXPORT void mote_gomp_omp_set_lock_OMP_1_0(mote_omp_lock_t* lock) { take(*word_at(lock)); }
-MOTE_GOMP_VERSIONED(omp_set_lock, OMP_1.0, mote_gomp_omp_set_lock_OMP_1_0, "@");
+MOTE_GOMP_EXPORT void mote_gomp_omp_set_lock_OMP_1_0(mote_omp_lock_t* lock) {
+  take(*word_at(lock));
+}
+MOTE_GOMP_VERSIONED(omp_set_lock, "OMP_1.0", mote_gomp_omp_set_lock_OMP_1_0, "@");
 
-MOTE_GOMP_EXPORT void mote_gomp_omp_unset_lock_OMP_1_0(mote_omp_lock_t* lock) { release(*word_at(lock)); }
-MOTE_GOMP_VERSIONED(omp_unset_lock, OMP_1.0, mote_gomp_omp_unset_lock_OMP_1_0, "@");
+MOTE_GOMP_EXPORT void mote_gomp_omp_unset_lock_OMP_1_0(mote_omp_lock_t* lock) {
+  release(*word_at(lock));
+}
+MOTE_GOMP_VERSIONED(omp_unset_lock, "OMP_1.0", mote_gomp_omp_unset_lock_OMP_1_0, "@");
 
-MOTE_GOMP_EXPORT int mote_gomp_omp_test_lock_OMP_1_0(mote_omp_lock_t* lock) { return try_take(*word_at(lock)) ? 1 : 0; }
-MOTE_GOMP_VERSIONED(omp_test_lock, OMP_1.0, mote_gomp_omp_test_lock_OMP_1_0, "@");
+MOTE_GOMP_EXPORT int mote_gomp_omp_test_lock_OMP_1_0(mote_omp_lock_t* lock) {
+  return try_take(*word_at(lock)) ? 1 : 0;
+}
+MOTE_GOMP_VERSIONED(omp_test_lock, "OMP_1.0", mote_gomp_omp_test_lock_OMP_1_0, "@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_init_nest_lock_OMP_1_0(mote_omp_nest_lock_25_t* lock) {
   make_word(&lock->word, kFree);
   lock->count = 0;
 }
-MOTE_GOMP_VERSIONED(omp_init_nest_lock, OMP_1.0, mote_gomp_omp_init_nest_lock_OMP_1_0, "@");
+MOTE_GOMP_VERSIONED(omp_init_nest_lock, "OMP_1.0", mote_gomp_omp_init_nest_lock_OMP_1_0, "@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_destroy_nest_lock_OMP_1_0(mote_omp_nest_lock_25_t* /*lock*/) {}
-MOTE_GOMP_VERSIONED(omp_destroy_nest_lock, OMP_1.0, mote_gomp_omp_destroy_nest_lock_OMP_1_0, "@");
+MOTE_GOMP_VERSIONED(omp_destroy_nest_lock, "OMP_1.0", mote_gomp_omp_destroy_nest_lock_OMP_1_0, "@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_set_nest_lock_OMP_1_0(mote_omp_nest_lock_25_t* lock) {
   std::atomic<std::uint32_t>& w = *word_at(&lock->word);
@@ -282,12 +305,12 @@ MOTE_GOMP_EXPORT void mote_gomp_omp_set_nest_lock_OMP_1_0(mote_omp_nest_lock_25_
   if ((w.load(std::memory_order_relaxed) & kOwnerMask) != me) take_25(w, me);
   ++lock->count;
 }
-MOTE_GOMP_VERSIONED(omp_set_nest_lock, OMP_1.0, mote_gomp_omp_set_nest_lock_OMP_1_0, "@");
+MOTE_GOMP_VERSIONED(omp_set_nest_lock, "OMP_1.0", mote_gomp_omp_set_nest_lock_OMP_1_0, "@");
 
 MOTE_GOMP_EXPORT void mote_gomp_omp_unset_nest_lock_OMP_1_0(mote_omp_nest_lock_25_t* lock) {
   if (--lock->count == 0) release_25(*word_at(&lock->word));
 }
-MOTE_GOMP_VERSIONED(omp_unset_nest_lock, OMP_1.0, mote_gomp_omp_unset_nest_lock_OMP_1_0, "@");
+MOTE_GOMP_VERSIONED(omp_unset_nest_lock, "OMP_1.0", mote_gomp_omp_unset_nest_lock_OMP_1_0, "@");
 
 MOTE_GOMP_EXPORT int mote_gomp_omp_test_nest_lock_OMP_1_0(mote_omp_nest_lock_25_t* lock) {
   std::atomic<std::uint32_t>& w = *word_at(&lock->word);
@@ -296,6 +319,6 @@ MOTE_GOMP_EXPORT int mote_gomp_omp_test_nest_lock_OMP_1_0(mote_omp_nest_lock_25_
   if ((w.load(std::memory_order_relaxed) & kOwnerMask) != me && !try_take_25(w, me)) return 0;
   return static_cast<int>(++lock->count);
 }
-MOTE_GOMP_VERSIONED(omp_test_nest_lock, OMP_1.0, mote_gomp_omp_test_nest_lock_OMP_1_0, "@");
+MOTE_GOMP_VERSIONED(omp_test_nest_lock, "OMP_1.0", mote_gomp_omp_test_nest_lock_OMP_1_0, "@");
 
 }  // extern "C"
