@@ -738,6 +738,47 @@ TEST(OmpCancel, ACancelledLoopHandsOutNothingMore) {
   }
 }
 
+// ---- A team kept for the next region ------------------------------------------------
+
+// A cancelled region's threads may skip constructs the others entered (they
+// leave for the region's end at a cancellation point), so the ring no longer
+// agrees with their counts. reset_worksharing starts a kept team afresh: the
+// next region on it runs every construct once. (Here thread 0 alone enters
+// three constructs, as a thread does that the cancellation reaches last.)
+TEST(OmpTeamReuse, ResetAfterThreadsMetDifferentConstructs) {
+  hang_guard guard("a kept team after a reset");
+  for (unsigned n = 2; n <= kMaxThreads; ++n) {
+    omp::team* first = nullptr;
+    team_run(n, [&](unsigned id, unsigned) {
+      if (id != 0) return;
+      first = omp::current().tm;
+      for (int k = 0; k < 3; ++k) {
+        for (unsigned s = omp::sections_start(5, nullptr); s != 0; s = omp::sections_next()) {
+        }
+        omp::loop_end_nowait();
+      }
+    });
+    ASSERT_NE(first, nullptr);
+    omp::reset_worksharing(*first);
+    std::vector<std::unique_ptr<loop_case>> loops;
+    for (unsigned k = 0; k < 3 * omp::kWsRing; ++k) {
+      loops.push_back(std::make_unique<loop_case>(loop_bounds::of_long(0, 50, 1)));
+    }
+    std::vector<std::atomic<int>> singles(loops.size());
+    team_run(n, [&](unsigned id, unsigned) {
+      for (std::size_t k = 0; k < loops.size(); ++k) {
+        jitter(id, static_cast<unsigned>(k));
+        loops[k]->run({schedule_kind::dynamic, monotonicity::monotonic, 3}, true);
+        if (omp::single_start()) singles[k].fetch_add(1);
+      }
+    });
+    for (std::size_t k = 0; k < loops.size(); ++k) {
+      loops[k]->check("loop " + std::to_string(k) + " after the reset, " + std::to_string(n));
+      EXPECT_EQ(singles[k].load(), 1) << "single " << k << " after the reset";
+    }
+  }
+}
+
 // ---- Outside any parallel region ---------------------------------------------------
 
 TEST(OmpOrphaned, ConstructsRunAloneOutsideRegions) {

@@ -646,6 +646,16 @@ ws_team_state::ws_team_state(unsigned threads) : n(threads == 0 ? 1 : threads) {
     ring[i].state.store(slot_state(i, kWsFree), std::memory_order_relaxed);
 }
 
+void reset_worksharing(team& tm) noexcept {
+  // Relaxed: the next region's hand-off to its threads publishes these.
+  for (unsigned i = 0; i < kWsRing; ++i) {
+    tm.ws.ring[i].state.store(slot_state(i, kWsFree), std::memory_order_relaxed);
+    tm.ws.ring[i].remaining.store(0, std::memory_order_relaxed);
+  }
+  tm.ws.singles.store(0, std::memory_order_relaxed);
+  for (unsigned i = 0; i < tm.n; ++i) tm.threads[i].ws = ws_thread_state{};
+}
+
 // ---- Loops -------------------------------------------------------------------------
 
 bool loop_start(const loop_bounds& b, schedule_request s, loop_flavour f, std::uint64_t* istart,

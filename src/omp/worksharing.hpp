@@ -56,6 +56,8 @@ namespace mote::omp {
 
 using detail::cache_line;
 
+struct team;  // team.hpp
+
 // ---- What an entry point asks for --------------------------------------------------
 
 // A loop as gcc passes it: the first value, the bound (never reached: the
@@ -163,9 +165,11 @@ struct alignas(cache_line) ws_construct {
   std::vector<std::uint64_t> radix_storage;
 };
 
-// A team's constructs in flight (team::ws). Made with the team, for one
-// parallel region: a thread's count of constructs (ws_thread_state) starts at
-// 0 with it.
+// A team's constructs in flight (team::ws). Made with the team; a team kept
+// for the next region carries its ring over (every thread met the same
+// constructs, so the threads' counts still agree with the slots), except
+// after a cancelled region, whose threads may have skipped constructs:
+// reset_worksharing (below) starts it afresh.
 struct ws_team_state {
   explicit ws_team_state(unsigned n);
   ws_team_state(const ws_team_state&) = delete;
@@ -195,6 +199,12 @@ struct ws_thread_state {
   bool holds_chunk = false;
   bool has_turn = false;
 };
+
+// Every slot free, no single won, every thread of tm at its first construct:
+// for a team kept for its next region after a cancelled one (team.cpp), or
+// always. Only while no thread is in the team (between its regions); the
+// slots keep their storage.
+MOTE_API void reset_worksharing(team& tm) noexcept;
 
 // ---- Loops -------------------------------------------------------------------------
 
