@@ -97,6 +97,7 @@ std::string name_of(schedule_request s) {
 }
 
 // ---- A loop case: bounds, its iterations counted serially, a counter each ----------
+
 struct loop_case {
   loop_bounds b;
   std::uint64_t count = 0;  // iterations, from a serial count in 128-bit arithmetic
@@ -396,6 +397,7 @@ TEST(OmpLoop, SharedMemoryIsZeroedAndShared) {
 }
 
 // ---- Ordered -----------------------------------------------------------------------
+
 TEST(OmpOrdered, RegionsRunInIterationOrder) {
   hang_guard guard("ordered");
   const long count = scaled(240, 2);
@@ -438,8 +440,9 @@ TEST(OmpOrdered, RegionsRunInIterationOrder) {
 }
 
 // ---- Single, copyprivate, the ring -------------------------------------------------
-// 100 nowait single constructs, then 100 nowait loops between singles: the
-// ring of kWsRing slots wraps many times while threads run ahead of each
+
+// 100 nowait single constructs, then 100 nowait loops and scopes between
+// singles: the ring of kWsRing slots wraps many times while threads run ahead of each
 // other (the jitter), and each construct still runs once.
 TEST(OmpSingle, OncePerConstructThroughNowaitChains) {
   hang_guard guard("single chains");
@@ -458,6 +461,7 @@ TEST(OmpSingle, OncePerConstructThroughNowaitChains) {
         // One thread lags now and then: the others run up to the ring's size ahead.
         if (id == k % 3) jitter(id, k + 1);
         loops[k]->run({schedule_kind::dynamic, monotonicity::monotonic, 2}, true);
+        omp::scope_start(nullptr);  // a construct of the ring with nothing to hand out
         if (omp::single_start()) singles[kChain + k].fetch_add(1);
       }
     });
@@ -501,6 +505,7 @@ TEST(OmpSingle, CopyPrivateHandsTheWinnersData) {
 }
 
 // ---- Sections ----------------------------------------------------------------------
+
 TEST(OmpSections, EachSectionOnce) {
   hang_guard guard("sections");
   for (unsigned n = 1; n <= kMaxThreads; ++n) {
@@ -551,6 +556,7 @@ TEST(OmpSections, ParallelSectionsStartWithTheConstructEntered) {
 }
 
 // ---- Doacross ----------------------------------------------------------------------
+
 // a[i][j] = f(a[i-1][j], a[i][j-1]): the outer loop worksharing, the inner
 // one ordered, depend(sink: i-1, j) depend(sink: i, j-1), depend(source).
 TEST(OmpDoacross, WavefrontEqualsSerial) {
@@ -657,11 +663,14 @@ TEST(OmpDoacross, ChainEqualsSerial) {
 }
 
 // ---- Critical sections -------------------------------------------------------------
+
 TEST(OmpCritical, CountersStayExactUnderContention) {
   hang_guard guard("critical");
   const long rounds = scaled(5000, 5);
-  void* name_a = nullptr;  // gcc's .gomp_critical_user_<name> slots
-  void* name_b = nullptr;
+  // gcc's .gomp_critical_user_<name> slots: static storage, as gcc's (the
+  // locks made in them live as long as the program).
+  static void* name_a = nullptr;
+  static void* name_b = nullptr;
   long unnamed = 0;
   long named_a = 0;
   long named_b = 0;
@@ -691,6 +700,7 @@ TEST(OmpCritical, CountersStayExactUnderContention) {
 }
 
 // ---- Cancellation ------------------------------------------------------------------
+
 // Every thread takes its first chunk, then thread 0 cancels the loop while
 // the others wait for it: after that nobody gets another chunk, and the end
 // reports no cancelled region.
@@ -728,7 +738,49 @@ TEST(OmpCancel, ACancelledLoopHandsOutNothingMore) {
   }
 }
 
+// ---- A team kept for the next region ------------------------------------------------
+
+// A cancelled region's threads may skip constructs the others entered (they
+// leave for the region's end at a cancellation point), so the ring no longer
+// agrees with their counts. reset_worksharing starts a kept team afresh: the
+// next region on it runs every construct once. (Here thread 0 alone enters
+// three constructs, as a thread does that the cancellation reaches last.)
+TEST(OmpTeamReuse, ResetAfterThreadsMetDifferentConstructs) {
+  hang_guard guard("a kept team after a reset");
+  for (unsigned n = 2; n <= kMaxThreads; ++n) {
+    omp::team* first = nullptr;
+    team_run(n, [&](unsigned id, unsigned) {
+      if (id != 0) return;
+      first = omp::current().tm;
+      for (int k = 0; k < 3; ++k) {
+        for (unsigned s = omp::sections_start(5, nullptr); s != 0; s = omp::sections_next()) {
+        }
+        omp::loop_end_nowait();
+      }
+    });
+    ASSERT_NE(first, nullptr);
+    omp::reset_worksharing(*first);
+    std::vector<std::unique_ptr<loop_case>> loops;
+    for (unsigned k = 0; k < 3 * omp::kWsRing; ++k) {
+      loops.push_back(std::make_unique<loop_case>(loop_bounds::of_long(0, 50, 1)));
+    }
+    std::vector<std::atomic<int>> singles(loops.size());
+    team_run(n, [&](unsigned id, unsigned) {
+      for (std::size_t k = 0; k < loops.size(); ++k) {
+        jitter(id, static_cast<unsigned>(k));
+        loops[k]->run({schedule_kind::dynamic, monotonicity::monotonic, 3}, true);
+        if (omp::single_start()) singles[k].fetch_add(1);
+      }
+    });
+    for (std::size_t k = 0; k < loops.size(); ++k) {
+      loops[k]->check("loop " + std::to_string(k) + " after the reset, " + std::to_string(n));
+      EXPECT_EQ(singles[k].load(), 1) << "single " << k << " after the reset";
+    }
+  }
+}
+
 // ---- Outside any parallel region ---------------------------------------------------
+
 TEST(OmpOrphaned, ConstructsRunAloneOutsideRegions) {
   hang_guard guard("orphaned constructs");
   loop_case c(loop_bounds::of_long(-10, 300, 7));

@@ -347,6 +347,70 @@ TEST(TreeBarrier, NotifyWaitersWakesSleepersWithWork) {
   }
 }
 
+// The same wake-up hunted at close range: thread 0 lets thread 1 into the
+// barrier (where, with spin 0, it goes from its first poll() straight to its
+// last look and its sleep) and, a random few hundred nanoseconds to
+// microseconds later, gives it work and notifies. Over thousands of rounds
+// the notify meets every step of the sleep: during a poll() that has looked
+// and found nothing (the last look must find the work), between the
+// announcement and the sleep (the commit must fail), during the sleep (the
+// futex wake). A wake-up lost in any of them leaves thread 1 asleep with its
+// work, thread 0 waiting for it, and the hang guard ends the test.
+TEST(TreeBarrier, NotifyWaitersMeetsTheSleepInEveryOrder) {
+  const long rounds = scaled(5000, 5);
+  mote::tree_barrier barrier(2, 0ns);
+  std::atomic<long> at_gate{0};  // the round thread 1 waits to enter
+  std::atomic<long> go{0};       // the round thread 1 may enter
+  std::atomic<int> mailbox{0};
+  long taken = 0;  // thread 1's own count, read after the join
+  run_team(2, "a notify meeting a sleep", [&](std::size_t id) {
+    std::mt19937_64 rng(mote_test::test_seed() + id);
+    // Pauses, not yields, while the two meet: a yield takes longer than the
+    // steps to meet. One yield in 256 looks, for a CPU shared by both.
+    auto await = [](auto&& done) {
+      for (unsigned looks = 1; !done(); ++looks) {
+        mote::detail::cpu_pause();
+        if (looks % 256 == 0) std::this_thread::yield();
+      }
+    };
+    for (long k = 1; k <= rounds; ++k) {
+      if (id == 1) {
+        at_gate.store(k, std::memory_order_release);
+        await([&] { return go.load(std::memory_order_acquire) >= k; });
+        barrier.wait(1, [&] {
+          if (mailbox.exchange(0, std::memory_order_acq_rel) == 0) {
+            // A poll takes a while after its look (a real one tries other
+            // places): work that comes meanwhile is found by the barrier's
+            // last look, or its wake-up.
+            for (unsigned spin = static_cast<unsigned>(rng() % 32); spin > 0; --spin) mote::detail::cpu_pause();
+            return false;
+          }
+          ++taken;
+          return true;
+        });
+        continue;
+      }
+      // Both spin now (thread 1 may still be waking from the last barrier):
+      // thread 1 sees the gate open a few hundred nanoseconds later.
+      await([&] { return at_gate.load(std::memory_order_acquire) >= k; });
+      // Both spin now (thread 1 may still be waking from the last barrier):
+      // thread 1 sees the gate open a few hundred nanoseconds later.
+      await([&] { return at_gate.load(std::memory_order_acquire) >= k; });
+      go.store(k, std::memory_order_release);
+      // Half the rounds close to thread 1's first poll, half spread over its
+      // announcement, membarrier and sleep.
+      const unsigned range = (k & 1) != 0 ? 64 : 512;
+      for (unsigned spin = static_cast<unsigned>(rng() % range); spin > 0; --spin) mote::detail::cpu_pause();
+      mailbox.store(1, std::memory_order_release);
+      barrier.notify_waiters();
+      await([&] { return mailbox.load(std::memory_order_acquire) == 0; });
+      barrier.wait(0);
+    }
+      },
+      /*pin=*/true);  // on two CPUs: the meeting needs both running
+  EXPECT_EQ(taken, rounds);
+}
+
 // A team waiting for a late thread sleeps: each waiter blocks (the kernel
 // counts a voluntary switch, which a spin or a yield does not) during a wait
 // far longer than its spin window.

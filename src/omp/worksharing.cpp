@@ -31,6 +31,9 @@ constexpr std::uint64_t slot_state(std::uint64_t number, std::uint64_t phase) no
 }
 
 static_assert((kWsRing & (kWsRing - 1)) == 0, "the ring's size is a power of two");
+// Slots (and their shared counters) never share a line with a neighbour.
+static_assert(alignof(ws_construct) == cache_line && sizeof(ws_construct) % cache_line == 0);
+static_assert(alignof(detail::loop_stripe) == cache_line);
 
 // Spin window of a wait when the team has no runtime to ask (a team of one).
 constexpr std::int64_t kDefaultSpinNs = 100'000;
@@ -114,6 +117,7 @@ void wait_until(const here& h, detail::event_count& ec, Done&& done) {
 }
 
 // ---- The ring ----------------------------------------------------------------------
+
 // Enters the calling thread's next construct: the first thread to arrive
 // describes it (describe(slot)) and gets *first = true. Returns nullptr only
 // when the region was cancelled while the thread waited for the slot.
@@ -185,6 +189,7 @@ void leave(const here& h) {
 }
 
 // ---- Describing a loop -------------------------------------------------------------
+
 // The number of iterations of b (0 for an empty loop).
 std::uint64_t iterations(const loop_bounds& b) noexcept {
   if (b.incr == 0) return 0;
@@ -376,6 +381,7 @@ void describe_doacross(ws_construct& w, unsigned n, unsigned dims, const std::ui
 }
 
 // ---- Handing out chunks ------------------------------------------------------------
+
 // Claims up to `chunk` units from [*counter, end) with a CAS loop.
 bool claim_cas(std::atomic<std::uint64_t>& counter, std::uint64_t end, std::uint64_t chunk,
                std::uint64_t* lo, std::uint64_t* hi) noexcept {
@@ -484,6 +490,7 @@ bool claim(const here& h, ws_construct& w, std::uint64_t* lo, std::uint64_t* hi)
 }
 
 // ---- Ordered -----------------------------------------------------------------------
+
 // A chunk's turn comes when ordered_next reaches its first iteration; it
 // passes to the next chunk when the thread is done with it (when it asks for
 // another, or leaves), turn or not: chunks go out in iteration order, so the
@@ -508,6 +515,7 @@ void pass_turn(const here& h, ws_construct& w) {
 }
 
 // ---- Doacross ----------------------------------------------------------------------
+
 // The word of the block that runs iteration i of the outermost loop.
 std::atomic<std::uint64_t>& posted_word(const ws_construct& w, std::uint64_t i) noexcept {
   std::uint64_t block = 0;
@@ -537,6 +545,7 @@ std::uint64_t doacross_mark(const ws_construct& w, const std::uint64_t* v) noexc
 }
 
 // ---- Regions that start with a construct described ---------------------------------
+
 struct loop_region {
   void (*fn)(void*);
   void* data;
@@ -637,7 +646,18 @@ ws_team_state::ws_team_state(unsigned threads) : n(threads == 0 ? 1 : threads) {
     ring[i].state.store(slot_state(i, kWsFree), std::memory_order_relaxed);
 }
 
+void reset_worksharing(team& tm) noexcept {
+  // Relaxed: the next region's hand-off to its threads publishes these.
+  for (unsigned i = 0; i < kWsRing; ++i) {
+    tm.ws.ring[i].state.store(slot_state(i, kWsFree), std::memory_order_relaxed);
+    tm.ws.ring[i].remaining.store(0, std::memory_order_relaxed);
+  }
+  tm.ws.singles.store(0, std::memory_order_relaxed);
+  for (unsigned i = 0; i < tm.n; ++i) tm.threads[i].ws = ws_thread_state{};
+}
+
 // ---- Loops -------------------------------------------------------------------------
+
 bool loop_start(const loop_bounds& b, schedule_request s, loop_flavour f, std::uint64_t* istart,
                 std::uint64_t* iend, void** mem, std::uintptr_t* reductions) {
   const here h = locate();
@@ -697,6 +717,7 @@ void parallel_loop(void (*fn)(void*), void* data, unsigned nthreads, unsigned fl
 }
 
 // ---- Ordered and doacross ----------------------------------------------------------
+
 void ordered_start() {
   const here h = locate();
   ws_construct* w = h.me.cur;
@@ -739,6 +760,7 @@ void doacross_wait(const std::uint64_t* v) {
 }
 
 // ---- Sections ----------------------------------------------------------------------
+
 namespace {
 
 // Enters a sections construct of `count` sections: a loop over their
@@ -784,7 +806,24 @@ void parallel_sections(void (*fn)(void*), void* data, unsigned nthreads, unsigne
   parallel(&run_sections_region, &r, nthreads, flags);
 }
 
+// ---- Scope ---------------------------------------------------------------------------
+
+void scope_start(std::uintptr_t* reductions) {
+  const here h = locate();
+  // A construct with nothing to hand out: the ring only chooses the thread
+  // that registers the reductions.
+  enter_loop(
+      h,
+      [&](ws_construct& slot) {
+        describe_loop(slot, h.ws.n, loop_bounds::of_ull(true, 0, 0, 1), {ws_sched::static_block, 0},
+                      false, nullptr);
+      },
+      nullptr, reductions);
+  leave(h);
+}
+
 // ---- Single ------------------------------------------------------------------------
+
 bool single_start() noexcept {
   thread_state& st = current();
   if (st.tm == nullptr || st.tm->n == 1) return true;
@@ -817,6 +856,7 @@ void single_copy_end(void* data) {
 }
 
 // ---- Cancellation ------------------------------------------------------------------
+
 bool cancel_construct() noexcept {
   thread_state& st = current();
   if (st.tm == nullptr || st.ws.cur == nullptr) return false;
@@ -834,6 +874,7 @@ bool construct_cancelled() noexcept {
 }
 
 // ---- Critical sections -------------------------------------------------------------
+
 void critical_start() { unnamed_critical().lock(); }
 void critical_end() { unnamed_critical().unlock(); }
 

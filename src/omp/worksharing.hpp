@@ -56,7 +56,10 @@ namespace mote::omp {
 
 using detail::cache_line;
 
+struct team;  // team.hpp
+
 // ---- What an entry point asks for --------------------------------------------------
+
 // A loop as gcc passes it: the first value, the bound (never reached: the
 // loop runs while v < end upward, v > end downward) and the step. Values are
 // the two's-complement images of the long or unsigned long long arguments.
@@ -103,6 +106,7 @@ enum class loop_flavour : std::uint8_t {
 };
 
 // ---- The state behind the constructs -----------------------------------------------
+
 // Constructs a team may have in flight at once (a thread this many constructs
 // ahead of the slowest waits). A power of two.
 inline constexpr unsigned kWsRing = 8;
@@ -161,9 +165,11 @@ struct alignas(cache_line) ws_construct {
   std::vector<std::uint64_t> radix_storage;
 };
 
-// A team's constructs in flight (team::ws). Made with the team, for one
-// parallel region: a thread's count of constructs (ws_thread_state) starts at
-// 0 with it.
+// A team's constructs in flight (team::ws). Made with the team; a team kept
+// for the next region carries its ring over (every thread met the same
+// constructs, so the threads' counts still agree with the slots), except
+// after a cancelled region, whose threads may have skipped constructs:
+// reset_worksharing (below) starts it afresh.
 struct ws_team_state {
   explicit ws_team_state(unsigned n);
   ws_team_state(const ws_team_state&) = delete;
@@ -194,7 +200,14 @@ struct ws_thread_state {
   bool has_turn = false;
 };
 
+// Every slot free, no single won, every thread of tm at its first construct:
+// for a team kept for its next region after a cancelled one (team.cpp), or
+// always. Only while no thread is in the team (between its regions); the
+// slots keep their storage.
+MOTE_API void reset_worksharing(team& tm) noexcept;
+
 // ---- Loops -------------------------------------------------------------------------
+
 // Every thread of the team calls these, in the same order. Values come back
 // as the two's-complement images of the loop's type: run v from *istart
 // while v < *iend (downward: v > *iend), stepping by the loop's step.
@@ -233,6 +246,7 @@ MOTE_API void parallel_loop(void (*fn)(void*), void* data, unsigned nthreads, un
                             const loop_bounds& b, schedule_request s);
 
 // ---- Ordered and doacross ----------------------------------------------------------
+
 // Waits until every chunk before the calling thread's has had its turn.
 MOTE_API void ordered_start();
 MOTE_API void ordered_end() noexcept;
@@ -245,6 +259,7 @@ MOTE_API void doacross_post(const std::uint64_t* v) noexcept;
 MOTE_API void doacross_wait(const std::uint64_t* v);
 
 // ---- Sections, single --------------------------------------------------------------
+
 // The number (1-based) of the first section this thread runs, 0: none. mem
 // and reductions as loop_start's.
 MOTE_API unsigned sections_start(unsigned count, void** mem, std::uintptr_t* reductions = nullptr);
@@ -257,6 +272,13 @@ MOTE_API void sections_enter(unsigned count);
 MOTE_API void parallel_sections(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,
                                 unsigned count);
 
+// The scope construct with task reductions (GOMP_scope_start): every thread
+// runs its body; the first to arrive registers the reductions and the others
+// share them, as for a loop's. The thread leaves the construct at once (gcc
+// emits the barrier and GOMP_workshare_task_reduction_unregister after the
+// body).
+MOTE_API void scope_start(std::uintptr_t* reductions);
+
 // True in the one thread that runs the single construct.
 MOTE_API bool single_start() noexcept;
 // copyprivate: nullptr in the thread that runs the construct (it then calls
@@ -265,6 +287,7 @@ MOTE_API void* single_copy_start();
 MOTE_API void single_copy_end(void* data);
 
 // ---- Cancellation of a loop or sections (GOMP_cancel, GOMP_cancellation_point) -----
+
 // Cancels the calling thread's construct: nobody gets another chunk or
 // section. False when the thread is in no construct of a team. The flag is
 // the team's (team::ws_cancelled), cleared when the next construct is
@@ -274,6 +297,7 @@ MOTE_API bool cancel_construct() noexcept;
 MOTE_API bool construct_cancelled() noexcept;
 
 // ---- Critical sections -------------------------------------------------------------
+
 // One lock for every unnamed critical construct, one per name (*name is the
 // pointer-sized slot gcc reserves for it, .gomp_critical_user_<name>; the
 // lock is made there on first use), one for GOMP_atomic_start/end. FIFO

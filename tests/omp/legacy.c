@@ -125,7 +125,7 @@ static void target_body(void* arg) {
 
 int main(void) {
   static struct shared s;
-  for (int rep = 0; rep < OMPT_SIZE(50, 10); ++rep) {
+  for (int rep = 0; rep < OMPT_SIZE(10, 3); ++rep) {
     s.threads = 0;
     GOMP_parallel_start(count_team, &s, 3);
     count_team(&s);

@@ -142,27 +142,25 @@ int main(int argc, char** argv) {
       {omp_sched_guided, 20},
       {(omp_sched_t)(omp_sched_guided | MONOTONIC), 2},
   };
-  for (int rep = 0; rep < OMPT_SIZE(2, 1); ++rep) {
-    for (size_t s = 0; s < sizeof schedules / sizeof schedules[0]; ++s) {
-      omp_set_schedule(schedules[s].kind, schedules[s].chunk);
-      omp_sched_t kind;
-      int chunk;
-      omp_get_schedule(&kind, &chunk);
-      CHECK(kind == schedules[s].kind && chunk == schedules[s].chunk,
-            "omp_set_schedule(%#x, %d), omp_get_schedule gives (%#x, %d)",
-            (unsigned)schedules[s].kind, schedules[s].chunk, (unsigned)kind, chunk);
-      runtime_loops(kind, chunk);
-    }
-    // auto: the implementation chooses; every iteration still runs once.
-    omp_set_schedule(omp_sched_auto, 0);
+  for (size_t s = 0; s < sizeof schedules / sizeof schedules[0]; ++s) {
+    omp_set_schedule(schedules[s].kind, schedules[s].chunk);
     omp_sched_t kind;
     int chunk;
     omp_get_schedule(&kind, &chunk);
-    CHECK(kind == omp_sched_auto, "omp_set_schedule(auto), omp_get_schedule gives %#x",
-          (unsigned)kind);
-    RECORDED_LOOP((int i = 0; i < kN; ++i), i, schedule(runtime));
-    each_once("runtime auto");
+    CHECK(kind == schedules[s].kind && chunk == schedules[s].chunk,
+          "omp_set_schedule(%#x, %d), omp_get_schedule gives (%#x, %d)",
+          (unsigned)schedules[s].kind, schedules[s].chunk, (unsigned)kind, chunk);
+    runtime_loops(kind, chunk);
   }
+  // auto: the implementation chooses; every iteration still runs once.
+  omp_set_schedule(omp_sched_auto, 0);
+  omp_sched_t auto_kind;
+  int auto_chunk;
+  omp_get_schedule(&auto_kind, &auto_chunk);
+  CHECK(auto_kind == omp_sched_auto, "omp_set_schedule(auto), omp_get_schedule gives %#x",
+        (unsigned)auto_kind);
+  RECORDED_LOOP((int i = 0; i < kN; ++i), i, schedule(runtime));
+  each_once("runtime auto");
 
   // The ICV is per task: a thread that sets it inside a region changes its
   // own runtime loops' schedule (checked through omp_get_schedule), not the

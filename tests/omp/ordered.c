@@ -7,7 +7,7 @@
 
 #include "omp_check.h"
 
-enum { kN = 500 };
+enum { kN = 300 };
 
 static int logbook[kN];
 static int logged;
@@ -29,7 +29,7 @@ static void check_log(const char* what) {
   } while (0)
 
 int main(void) {
-  for (int rep = 0; rep < OMPT_SIZE(3, 1); ++rep) {
+  for (int rep = 0; rep < OMPT_SIZE(2, 1); ++rep) {
 #pragma omp parallel for ordered schedule(static)
     for (int i = 0; i < kN; ++i) ORDERED_BODY(i);
     check_log("schedule(static)");

@@ -7,7 +7,7 @@
 #include "omp_check.h"
 
 int main(void) {
-  const int rounds = OMPT_SIZE(300, 60);
+  const int rounds = OMPT_SIZE(100, 30);
   int counts[4] = {0};
   int last = -1;
   long sum = 0;

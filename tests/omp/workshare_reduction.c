@@ -11,7 +11,7 @@
 
 #include "omp_check.h"
 
-enum { kN = 600 };
+enum { kN = 300 };
 
 static int logbook[kN];
 static int logged;
@@ -21,7 +21,7 @@ int main(void) {
   // Bounds the compiler cannot narrow: the loops stay unsigned long long.
   volatile unsigned long long top = 1ull << 63;
   const unsigned long long base = top;
-  for (int rep = 0; rep < OMPT_SIZE(5, 1); ++rep) {
+  for (int rep = 0; rep < OMPT_SIZE(2, 1); ++rep) {
     long scope_sum = 0, sections_sum = 0, loop_sum = 0, ull_sum = 0, ordered_sum = 0;
     long ull_ordered_sum = 0, doacross_sum = 0, ull_doacross_sum = 0;
     logged = 0;

@@ -131,6 +131,7 @@ void parallel_loop(void (*fn)(void*), void* data, unsigned nthreads, long start,
 extern "C" {
 
 // ---- Starting a loop ---------------------------------------------------------------
+
 MOTE_GOMP_EXPORT bool GOMP_loop_static_start(long start, long end, long incr, long chunk,
                                              long* istart, long* iend) {
   return begin_loop(start, end, incr,
@@ -193,6 +194,7 @@ MOTE_GOMP_EXPORT bool GOMP_loop_start(long start, long end, long incr, long sche
 }
 
 // ---- Ordered loops -----------------------------------------------------------------
+
 MOTE_GOMP_EXPORT bool GOMP_loop_ordered_static_start(long start, long end, long incr, long chunk,
                                                      long* istart, long* iend) {
   return begin_loop(start, end, incr,
@@ -228,6 +230,7 @@ MOTE_GOMP_EXPORT bool GOMP_loop_ordered_start(long start, long end, long incr, l
 }
 
 // ---- Doacross loops (ordered(n) with depend(sink) and depend(source)) --------------
+
 MOTE_GOMP_EXPORT bool GOMP_loop_doacross_static_start(unsigned ncounts, long* counts, long chunk,
                                                       long* istart, long* iend) {
   return doacross(ncounts, counts, request(schedule_kind::static_, monotonicity::monotonic, chunk),
@@ -259,6 +262,7 @@ MOTE_GOMP_EXPORT bool GOMP_loop_doacross_start(unsigned ncounts, long* counts, l
 }
 
 // ---- The next chunk ----------------------------------------------------------------
+
 MOTE_GOMP_EXPORT bool GOMP_loop_static_next(long* istart, long* iend) { return next(istart, iend); }
 MOTE_GOMP_EXPORT bool GOMP_loop_dynamic_next(long* istart, long* iend) {
   return next(istart, iend);
@@ -293,6 +297,7 @@ MOTE_GOMP_EXPORT bool GOMP_loop_ordered_runtime_next(long* istart, long* iend) {
 }
 
 // ---- A parallel region that is one loop: every thread enters it before fn runs -----
+
 MOTE_GOMP_EXPORT void GOMP_parallel_loop_static(void (*fn)(void*), void* data, unsigned nthreads,
                                                 long start, long end, long incr, long chunk,
                                                 unsigned flags) {
@@ -352,6 +357,7 @@ MOTE_GOMP_EXPORT void GOMP_parallel_loop_maybe_nonmonotonic_runtime(void (*fn)(v
 }
 
 // ---- The end of a loop -------------------------------------------------------------
+
 MOTE_GOMP_EXPORT void GOMP_loop_end() { mote::omp::loop_end(); }
 MOTE_GOMP_EXPORT void GOMP_loop_end_nowait() { mote::omp::loop_end_nowait(); }
 MOTE_GOMP_EXPORT bool GOMP_loop_end_cancel() { return mote::omp::loop_end_cancel(); }

@@ -99,6 +99,7 @@ bool doacross(unsigned ncounts, const ull* counts, schedule_request s, ull* ista
 extern "C" {
 
 // ---- Starting a loop ---------------------------------------------------------------
+
 MOTE_GOMP_EXPORT bool GOMP_loop_ull_static_start(bool up, ull start, ull end, ull incr, ull chunk,
                                                  ull* istart, ull* iend) {
   return begin_loop(up, start, end, incr,
@@ -165,6 +166,7 @@ MOTE_GOMP_EXPORT bool GOMP_loop_ull_start(bool up, ull start, ull end, ull incr,
 }
 
 // ---- Ordered loops -----------------------------------------------------------------
+
 MOTE_GOMP_EXPORT bool GOMP_loop_ull_ordered_static_start(bool up, ull start, ull end, ull incr,
                                                          ull chunk, ull* istart, ull* iend) {
   return begin_loop(up, start, end, incr,
@@ -201,6 +203,7 @@ MOTE_GOMP_EXPORT bool GOMP_loop_ull_ordered_start(bool up, ull start, ull end, u
 }
 
 // ---- Doacross loops ----------------------------------------------------------------
+
 MOTE_GOMP_EXPORT bool GOMP_loop_ull_doacross_static_start(unsigned ncounts, ull* counts, ull chunk,
                                                           ull* istart, ull* iend) {
   return doacross(ncounts, counts, request(schedule_kind::static_, monotonicity::monotonic, chunk),
@@ -232,6 +235,7 @@ MOTE_GOMP_EXPORT bool GOMP_loop_ull_doacross_start(unsigned ncounts, ull* counts
 }
 
 // ---- The next chunk (of whatever loop the thread is in) ----------------------------
+
 MOTE_GOMP_EXPORT bool GOMP_loop_ull_static_next(ull* istart, ull* iend) {
   return next(istart, iend);
 }
