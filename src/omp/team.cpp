@@ -192,7 +192,9 @@ team& team_for(unsigned level, unsigned n, runtime_impl* rt) {
     slot->workers.resize(n);
   }
   team& tm = *slot;
-  // What a region changes: reset for the next one.
+  // What a region changes: reset for the next one. A cancelled region's
+  // threads may have skipped constructs: its worksharing ring starts afresh.
+  if (tm.cancelled.load(std::memory_order_relaxed)) reset_worksharing(tm);
   tm.cancelled.store(false, std::memory_order_relaxed);
   tm.ws_cancelled.store(false, std::memory_order_relaxed);
   tm.at_end.store(0, std::memory_order_relaxed);
