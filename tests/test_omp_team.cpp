@@ -7,6 +7,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <pthread.h>
+#include <stdexcept>
+#include <thread>
 #include <random>
 #include <vector>
 
@@ -190,6 +193,94 @@ TEST(OmpTasks, RandomDependencesFollowProgramOrder) {
   });
   EXPECT_EQ(seen, serial_seen);
   EXPECT_EQ(val, serial_val);
+}
+
+}  // namespace
+
+// ---- The core's caller seat (runtime_options::caller_seat) --------------------------
+
+#include "core/runtime_impl.hpp"
+#include "mote/task_group.hpp"
+
+namespace {
+
+TEST(CallerSeat, AThreadBecomesWorkerZeroAndLeaves) {
+  mote::runtime_options o;
+  o.num_workers = 2;
+  o.caller_seat = true;
+  mote::runtime rt(o);
+  auto& impl = mote::detail::runtime_access::impl(rt);
+  EXPECT_EQ(mote::runtime::current_worker_index(), -1);
+  for (int round = 0; round < 50; ++round) {
+    mote::detail::worker* previous = impl.enter_seat();
+    EXPECT_EQ(previous, nullptr);
+    EXPECT_EQ(mote::runtime::current_worker_index(), 0);
+    EXPECT_EQ(mote::runtime::current(), &rt);
+    // Tasks spawned in the seat go on worker 0's pool; worker 1 may steal them.
+    std::atomic<int> sum{0};
+    {
+      mote::task_group g;
+      for (int i = 1; i <= 100; ++i) g.spawn([&sum, i] { sum.fetch_add(i); });
+      g.wait();
+    }
+    EXPECT_EQ(sum.load(), 5050);
+    impl.leave_seat(previous);
+    EXPECT_EQ(mote::runtime::current_worker_index(), -1);
+  }
+}
+
+TEST(CallerSeat, TwoThreadsTakeItInTurn) {
+  mote::runtime_options o;
+  o.num_workers = 2;
+  o.caller_seat = true;
+  mote::runtime rt(o);
+  auto& impl = mote::detail::runtime_access::impl(rt);
+  std::atomic<int> inside{0}, most{0};
+  auto use = [&] {
+    for (int k = 0; k < 200; ++k) {
+      mote::detail::worker* previous = impl.enter_seat();
+      const int now = inside.fetch_add(1) + 1;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      inside.fetch_sub(1);
+      impl.leave_seat(previous);
+    }
+  };
+  std::thread a(use), b(use);
+  a.join();
+  b.join();
+  EXPECT_EQ(most.load(), 1);  // never two threads in the seat at once
+}
+
+TEST(CallerSeat, RefusedWithoutASeatAndTwice) {
+  mote::runtime_options o;
+  o.num_workers = 2;
+  mote::runtime plain(o);
+  EXPECT_THROW(mote::detail::runtime_access::impl(plain).enter_seat(), std::logic_error);
+  o.caller_seat = true;
+  mote::runtime rt(o);
+  auto& impl = mote::detail::runtime_access::impl(rt);
+  mote::detail::worker* previous = impl.enter_seat();
+  EXPECT_THROW(impl.enter_seat(), std::logic_error);
+  impl.leave_seat(previous);
+}
+
+TEST(RuntimeOptions, StackSizeGivesWorkersThatStack) {
+  mote::runtime_options o;
+  o.num_workers = 2;
+  o.stack_size = std::size_t{32} << 20;
+  mote::runtime rt(o);
+  const std::size_t got = rt.run([] {
+    pthread_attr_t attr;
+    std::size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      pthread_attr_getstacksize(&attr, &size);
+      pthread_attr_destroy(&attr);
+    }
+    return size;
+  });
+  EXPECT_GE(got, std::size_t{32} << 20);
 }
 
 }  // namespace
