@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "mote/runtime.hpp"
 #include "omp/tasks.hpp"
 #include "omp/team.hpp"
 
@@ -281,6 +282,37 @@ TEST(RuntimeOptions, StackSizeGivesWorkersThatStack) {
     return size;
   });
   EXPECT_GE(got, std::size_t{32} << 20);
+}
+
+}  // namespace
+
+namespace {
+
+// A team smaller than the runtime: the workers outside it may steal its
+// tasks, and must hand them back (a task runs on a thread of its team).
+TEST(OmpTasks, TasksRunOnTheirTeamOnly) {
+  region(4, [] {});  // the runtime now has room for 4
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> ran{0}, outside{0};
+    std::atomic<int> workers[2] = {-1, -1};  // the worker each thread of the team is
+    region(2, [&] {
+      workers[mote::omp::thread_num()].store(mote::runtime::current_worker_index());
+      mote::omp::barrier();
+      if (mote::omp::thread_num() != 0) return;
+      for (int i = 0; i < 2000; ++i) {
+        spawn([&] {
+          const int w = mote::runtime::current_worker_index();
+          const int id = mote::omp::thread_num();
+          if (w != workers[0].load() && w != workers[1].load()) outside.fetch_add(1);
+          if (id < 0 || id >= 2 || workers[id].load() != w) outside.fetch_add(1);
+          ran.fetch_add(1);
+        });
+      }
+      mote::omp::taskwait();
+    });
+    EXPECT_EQ(ran.load(), 2000);
+    EXPECT_EQ(outside.load(), 0);
+  }
 }
 
 }  // namespace

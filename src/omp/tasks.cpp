@@ -56,9 +56,8 @@ constexpr unsigned kFlagReduction = GOMP_TASK_FLAG_REDUCTION;
 constexpr unsigned kFlagDetach = GOMP_TASK_FLAG_DETACH;
 constexpr unsigned kFlagStrict = GOMP_TASK_FLAG_STRICT;
 
-// The kinds an omp_depend_t (depobj) holds.
+// The kinds an omp_depend_t (depobj) holds (out, 2, orders as inout).
 constexpr std::uintptr_t kDependIn = 1;
-constexpr std::uintptr_t kDependOut = 2;
 constexpr std::uintptr_t kDependInout = 3;
 constexpr std::uintptr_t kDependMutexinoutset = 4;
 constexpr std::uintptr_t kDependInoutset = 5;
