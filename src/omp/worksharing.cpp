@@ -11,7 +11,8 @@
 #include <memory>
 
 #include "core/runtime_impl.hpp"
-#include "mote/sync/ticket_lock.hpp"
+#include <mutex>
+
 #include "omp/icv.hpp"
 #include "omp/tasks.hpp"
 #include "omp/team.hpp"
@@ -628,13 +629,18 @@ void finish(const here& h) {
   leave(h);
 }
 
-// The locks of critical and atomic.
-mote::ticket_lock& unnamed_critical() {
-  static mote::ticket_lock lock;
+// The locks of critical and atomic. Not FIFO: a ticket lock hands the lock
+// to the next ticket's thread even while that thread is descheduled, and an
+// OpenMP team may have more threads than the machine has CPUs (then every
+// hand-off waits for a time slice: minutes for a contended counter). A
+// barging mutex lets whoever runs take it, as GNU's libgomp's does.
+using critical_lock = std::mutex;
+critical_lock& unnamed_critical() {
+  static critical_lock lock;
   return lock;
 }
-mote::ticket_lock& atomic_lock() {
-  static mote::ticket_lock lock;
+critical_lock& atomic_lock() {
+  static critical_lock lock;
   return lock;
 }
 
@@ -884,7 +890,7 @@ void critical_name_start(void** name) {
   // happens before our use).
   void* lock = slot.load(std::memory_order_acquire);
   if (MOTE_UNLIKELY(lock == nullptr)) {
-    auto made = std::make_unique<mote::ticket_lock>();
+    auto made = std::make_unique<critical_lock>();
     void* expected = nullptr;
     // acq_rel: release publishes our lock; acquire (also on failure) sees
     // the winner's.
@@ -895,13 +901,13 @@ void critical_name_start(void** name) {
       lock = expected;
     }
   }
-  static_cast<mote::ticket_lock*>(lock)->lock();
+  static_cast<critical_lock*>(lock)->lock();
 }
 
 void critical_name_end(void** name) {
   // Relaxed: this thread loaded the lock's address when it took it.
   void* lock = std::atomic_ref<void*>(*name).load(std::memory_order_relaxed);
-  static_cast<mote::ticket_lock*>(lock)->unlock();
+  static_cast<critical_lock*>(lock)->unlock();
 }
 
 void atomic_start() { atomic_lock().lock(); }
