@@ -8,11 +8,11 @@
 // The root, once every thread has arrived (and ready() holds, below),
 // starts the release, which goes back down the same tree: a parent writes
 // each child's release word, on that child's line, where the child spins.
-// No two threads write a line at once, no word is read-modify-written by
-// more than its owner, and each word carries the number of the barrier it
-// belongs to, so the barrier is ready again as soon as a thread has left it
-// (Mellor-Crummey and Scott's tree barrier, with the fan-in of XGOMP's
-// distributed tree barrier for GNU OpenMP).
+// No two threads write a line at once, a barrier that nobody sleeps in
+// takes no lock and no read-modify-write, and each word carries the number
+// of the barrier it belongs to, so the barrier is ready again as soon as a
+// thread has left it. (Mellor-Crummey and Scott's tree barrier; XGOMP puts
+// one of this kind in place of GNU OpenMP's centralized barrier.)
 //
 // A waiting thread spins (pause, and yields on a crowded machine) for the
 // spin window, then sleeps on the runtime's event count, so an idle team, or

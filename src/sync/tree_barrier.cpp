@@ -12,11 +12,11 @@
 // Arrivals packed on the parent's line (Mellor-Crummey and Scott's layout,
 // a line one look can check) cost every child a transfer of a line that the
 // parent spins on and its siblings write: with 2 threads on this project's
-// 2-CPU machine a barrier took a median of 0.6-0.85 us with a line per
-// child against 1.4-1.7 us with the packed line. The second line holds the
-// thread's waiter_slot word, written only when the thread sleeps or is
-// woken, so that every notifier's look at it hits its own cache while
-// nobody sleeps.
+// 2-CPU machine a line per child took about half the time per barrier
+// (medians of 0.6-0.85 us against 1.4-1.7 us packed). The second line
+// holds the thread's waiter_slot word, written only when the thread sleeps
+// or is woken, so that every notifier's look at it hits its own cache
+// while nobody sleeps.
 //
 // Words carry barrier numbers (a thread's k-th wait is barrier k, modulo
 // 2^32), never a flag that is set and reset: a word is written once per
