@@ -8,17 +8,18 @@
 // The root, once every thread has arrived (and ready() holds, below),
 // starts the release, which goes back down the same tree: a parent writes
 // each child's release word, on that child's line, where the child spins.
-// No two threads write a line at once, no word is read-modify-written by
-// more than its owner, and each word carries the number of the barrier it
-// belongs to, so the barrier is ready again as soon as a thread has left it
-// (Mellor-Crummey and Scott's tree barrier, with the fan-in of XGOMP's
-// distributed tree barrier for GNU OpenMP).
+// No two threads write a line at once, a barrier that nobody sleeps in
+// takes no lock and no read-modify-write, and each word carries the number
+// of the barrier it belongs to, so the barrier is ready again as soon as a
+// thread has left it. (Mellor-Crummey and Scott's tree barrier; XGOMP puts
+// one of this kind in place of GNU OpenMP's centralized barrier.)
 //
 // A waiting thread spins (pause, and yields on a crowded machine) for the
 // spin window, then sleeps on the runtime's event count, so an idle team, or
 // a team of more threads than CPUs, costs no CPU. Every thread that writes
-// what another one waits for wakes it if it sleeps, with no fence on its
-// side: a load of a word that stays in its cache while nobody sleeps.
+// what another one waits for wakes it if it sleeps: its write is a seq_cst
+// store, then one load of a word that stays in its cache while nobody
+// sleeps.
 //
 //   mote::tree_barrier barrier(4);
 //   std::vector<std::thread> team;
@@ -110,17 +111,8 @@ class MOTE_API tree_barrier {
 
   // Any thread, after the store that gives a waiter's poll() work or makes
   // ready() true: wakes the threads asleep in this barrier, so they look
-  // again. One load when nobody sleeps (the waiters pay the fence: see
-  // wake_sleepers in src/sync/tree_barrier.cpp).
-  void notify_waiters() noexcept {
-    // A compiler fence between the caller's store and this load; the
-    // processor's store-load reordering is covered by the sleeper's
-    // heavy_barrier() (membarrier) between its announcement and its look.
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    // Relaxed: the asymmetric Dekker pair above orders it; a sleeper that
-    // this load misses is one whose look comes after the caller's store.
-    if (MOTE_UNLIKELY(sleepers_.load(std::memory_order_relaxed) != 0)) wake_sleepers();
-  }
+  // again. A fence and one load when nobody sleeps.
+  void notify_waiters() noexcept;
 
   // The number of threads in the team.
   std::size_t size() const noexcept { return size_; }
@@ -134,7 +126,6 @@ class MOTE_API tree_barrier {
   }
 
   void wait_erased(std::size_t id, hook poll, hook ready) noexcept;
-  void wake_sleepers() noexcept;
 
   std::size_t size_;
   std::int64_t spin_ns_;

@@ -12,11 +12,11 @@
 // Arrivals packed on the parent's line (Mellor-Crummey and Scott's layout,
 // a line one look can check) cost every child a transfer of a line that the
 // parent spins on and its siblings write: with 2 threads on this project's
-// 2-CPU machine a barrier took a median of 0.6-0.85 us with a line per
-// child against 1.4-1.7 us with the packed line. The second line holds the
-// thread's waiter_slot word, written only when the thread sleeps or is
-// woken, so that every notifier's look at it hits its own cache while
-// nobody sleeps.
+// 2-CPU machine a line per child took about half the time per barrier
+// (medians of 0.6-0.85 us against 1.4-1.7 us packed). The second line
+// holds the thread's waiter_slot word, written only when the thread sleeps
+// or is woken, so that every notifier's look at it hits its own cache
+// while nobody sleeps.
 //
 // Words carry barrier numbers (a thread's k-th wait is barrier k, modulo
 // 2^32), never a flag that is set and reset: a word is written once per
@@ -32,7 +32,7 @@
 #include <cassert>
 #include <thread>
 
-#include "mote/detail/queue_wait.hpp"
+#include "mote/detail/queue_wait.hpp"  // publish_pending_batches
 #include "mote/error.hpp"
 #include "wait/event_count.hpp"
 #include "wait/idle.hpp"
@@ -68,30 +68,30 @@ using detail::barrier_node;
 using detail::idle_wait;
 using detail::waiter_slot;
 
-// The notifier's half, for the one thread whose flags line the caller has
-// just written (an arrival, a release). The event count's asymmetric form
-// (wait/event_count.hpp): the waiter's fence is heavy_barrier(), so this side
-// needs only a compiler fence between its store and its look.
+// The notifier's half, after the seq_cst store of an arrival or a release
+// to thread n's flags line: the event count's seq_cst form
+// (wait/event_count.hpp), the Dekker pair
 //
-//   waiter (park)                          notifier (here)
-//   A: park word = announced               C: store the arrival or release
-//   X: seq_cst fence, then membarrier(2)   Y: compiler fence only
-//   L: look at its flags (and poll)        N: load the park word
+//   waiter (barrier_waiter::park)          notifier (here)
+//   A: park word = announced               C: seq_cst store of the arrival
+//   X: seq_cst fence (prepare)                or release
+//   L: acquire loads of its flags          N: seq_cst load of the park word
 //
-// membarrier makes every running thread of the process execute a full
-// barrier at some point P before it returns. If P comes after C in the
-// notifier's execution, C is visible before X ends and L sees it; if P
-// comes before C, then N (after C, the compiler fence keeps it there) comes
-// after P and sees A. A notifier that is not running at X has been switched
-// out, which drains its stores and orders its next loads the same way.
-// Where the kernel refuses membarrier the waiter sleeps with a timeout
-// (barrier_waiter::park), so a miss costs a bounded delay.
+// C and N are in the single total order S, C first; X precedes C unless L
+// saw C, and N precedes X unless N saw A: so either the waiter's look finds
+// the arrival (it cancels) or this load finds the announcement (it cancels
+// it, or wakes the sleeper). On x86 C is an xchg and N a plain load of a
+// line that stays in this cache while its owner is awake: the whole cost of
+// a wake-up nobody needs.
+//
+// (A fence-free notifier against a waiter that runs membarrier(2) before
+// its look, the queues' asymmetric form, lost wake-ups here: the
+// oversubscribed tests hung with every thread asleep and a child's arrival
+// unseen, on this project's 2-CPU virtual machine. The pair above needs no
+// help from the kernel.)
 void wake(barrier_node& n) noexcept {
-  std::atomic_signal_fence(std::memory_order_seq_cst);
   std::atomic<std::uint32_t>& word = n.park.word;
-  // Relaxed: ordered by the pair above; the line stays in this cache while
-  // its owner is awake, so this is the whole cost of a wake-up nobody needs.
-  const std::uint32_t seen = word.load(std::memory_order_relaxed);
+  const std::uint32_t seen = waiter_slot::state_seq_cst(word);
   if (MOTE_UNLIKELY(seen != waiter_slot::kAwake)) waiter_slot::cancel_or_wake(word, seen);
 }
 
@@ -136,9 +136,8 @@ class barrier_waiter {
     // visible first (idle_wait::spin does it too, when this thread spun).
     detail::publish_pending_batches();
     std::atomic<std::uint32_t>& word = self_.park.word;
-    waiter_slot::prepare(word, &sleepers_);  // A, and a seq_cst fence
-    const bool fenced = detail::heavy_barrier();  // X for the fence-free notifiers
-    bool found = done();
+    waiter_slot::prepare(word, &sleepers_);  // A, then X
+    const bool found = done();               // L
     if (!found && polled()) {
       // Work appeared (its notify_waiters() may have seen us, and cancelled
       // the announcement or not): run it and spin again, awake.
@@ -146,13 +145,7 @@ class barrier_waiter {
       idle_.reset();
       return false;
     }
-    if (!found) {
-      if (fenced) {
-        waiter_slot::commit(word);
-      } else {
-        waiter_slot::commit_for(word, idle_.next_park_timeout());
-      }
-    }
+    if (!found) waiter_slot::commit(word);
     // Cancel, or back from a sleep (woken, cancelled before it began, timed
     // out or spurious): the caller looks again.
     waiter_slot::retire(word, &sleepers_);
@@ -221,9 +214,10 @@ void tree_barrier::wait_erased(std::size_t id, hook poll, hook ready) noexcept {
 
   if (id != 0) {
     // Arrive (the parent reads this line), then wait for the release.
-    // Release: publishes this subtree's work before the barrier (received
-    // by this thread through the acquire loads above) to the parent.
-    self.flags.arrived.store(barrier, std::memory_order_release);
+    // seq_cst: C of wake()'s Dekker pair; as a release, it publishes this
+    // subtree's work before the barrier (received by this thread through the
+    // acquire loads above) to the parent.
+    self.flags.arrived.store(barrier, std::memory_order_seq_cst);
     wake(nodes_[(id - 1) / fan_in]);
     // Acquire: pairs with the parent's release store below, which carries
     // every thread's arrival down from the root.
@@ -238,22 +232,25 @@ void tree_barrier::wait_erased(std::size_t id, hook poll, hook ready) noexcept {
   // Down: release the children, each on its own line.
   for (std::size_t k = 0; k < children; ++k) {
     barrier_node& child = nodes_[first_child + k];
-    // Release: the child's acquire load above pairs with it; with the chain
-    // of arrivals up to the root and releases down from it, every thread's
-    // work before the barrier happens before the child's after it.
-    child.flags.released.store(barrier, std::memory_order_release);
+    // seq_cst: C of wake()'s Dekker pair; as a release, the child's acquire
+    // load above pairs with it: with the chain of arrivals up to the root
+    // and releases down from it, every thread's work before the barrier
+    // happens before the child's after it.
+    child.flags.released.store(barrier, std::memory_order_seq_cst);
     wake(child);
   }
 }
 
-void tree_barrier::wake_sleepers() noexcept {
-  // After notify_waiters() saw a sleeper: every word that is not awake. The
-  // same asymmetric pair as wake(): the waiter stored its word before its
-  // membarrier, so these loads, coming after the caller's store, see it
-  // whenever the waiter's look could miss that store.
+void tree_barrier::notify_waiters() noexcept {
+  // Y, then one load: the caller's store is C, and a waiter's announcement
+  // counts it in sleepers_ before its X (the event count's shared form).
+  if (MOTE_LIKELY(!detail::event_count::has_waiters(sleepers_))) return;
+  // Some thread has announced: look at every word. Relaxed: Y above orders
+  // these loads after the caller's store too, so each waiter whose look may
+  // have missed that store is seen announced or asleep here (its word is
+  // written before its X).
   for (std::size_t i = 0; i < size_; ++i) {
     std::atomic<std::uint32_t>& word = nodes_[i].park.word;
-    // Relaxed: as in wake().
     const std::uint32_t seen = word.load(std::memory_order_relaxed);
     if (seen != waiter_slot::kAwake) waiter_slot::cancel_or_wake(word, seen);
   }
