@@ -348,8 +348,10 @@ void team_barrier(team& tm, thread_state& st) {
     return;
   }
   runtime_impl& rt = self->runtime();
+  // poll: tasks, only while the team has some pending (a barrier with no
+  // task to run spins on its own line, and steals from nobody).
   tm.barrier.wait(
-      st.id, [&rt, self, &st] { return run_bounced(st) || rt.help_once(*self); },
+      st.id, [&rt, self, &st, &tm] { return !team_tasks_done(tm) && (run_bounced(st) || rt.help_once(*self)); },
       [&tm] { return team_tasks_done(tm); });
 }
 
