@@ -168,7 +168,7 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
     slot->store(&self->park_word(), std::memory_order_seq_cst);
     using look = decltype(done_or_bounced);
     rt.park_waiting(
-        *self, [](const void* d) { return (*static_cast<const look*>(d))(); }, &done_or_bounced, 50'000'000);
+        *self, [](const void* d) { return (*static_cast<const look*>(d))(); }, &done_or_bounced, 2'000'000);
     slot->store(nullptr, std::memory_order_relaxed);
     idle.reset();
   }
@@ -183,12 +183,24 @@ void free_record(omp_task* t) noexcept {
   ::operator delete(static_cast<void*>(t), std::align_val_t{alignof(omp_task)});
 }
 
+// Wakes the worker whose park word `word` is (a worker's word outlives any
+// task or group it waited for).
+void wake_word(std::atomic<std::uint32_t>* word) noexcept {
+  if (word != nullptr) runtime_impl::wake_parked(*word);
+}
+
 void release_ref(omp_task* t) noexcept {
-  // seq_cst: the Dekker pair with taskwait's sleep (notify_waiter after it).
+  // The waiter's word is read before the decrement: once refs reads 1, the
+  // task may return from taskwait, end and be freed, so nothing of t may be
+  // touched after. A waiter that publishes its word between the two misses
+  // this wake-up only if its last look also missed the decrement; its sleep
+  // is bounded (wait_until's timeout), so it looks again.
+  std::atomic<std::uint32_t>* word = t->waiter.load(std::memory_order_seq_cst);
+  const bool is_explicit = t->is_explicit;
   const std::uint32_t before = t->refs.fetch_sub(1, std::memory_order_seq_cst);
   if (before == 2) {
-    notify_waiter(t->waiter);
-  } else if (before == 1 && t->is_explicit) {
+    wake_word(word);
+  } else if (before == 1 && is_explicit) {
     free_record(t);
   }
 }
@@ -208,7 +220,10 @@ void complete(omp_task* t, thread_state* st) noexcept {
 void complete_counts(omp_task* t, thread_state* st) noexcept {
   team* tm = t->tm;
   if (taskgroup* g = t->group) {
-    if (g->count.fetch_sub(1, std::memory_order_seq_cst) == 1) notify_waiter(g->waiter);
+    // As release_ref: the group may end (and be deleted) once the count
+    // reads 0, so its waiter's word is read first.
+    std::atomic<std::uint32_t>* word = g->waiter.load(std::memory_order_seq_cst);
+    if (g->count.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_word(word);
   }
   if (t->parent != nullptr) release_ref(t->parent);
   if (tm != nullptr) {
