@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
+#include <new>
 #include <pthread.h>
 #include <stdexcept>
 #include <thread>
@@ -312,6 +314,79 @@ TEST(OmpTasks, TasksRunOnTheirTeamOnly) {
     });
     EXPECT_EQ(ran.load(), 2000);
     EXPECT_EQ(outside.load(), 0);
+  }
+}
+
+}  // namespace
+
+// ---- A spawn with dependences that fails halfway leaves nothing behind --------------
+
+namespace {
+thread_local long tl_fail_after = -1;  // allocations left before one throws; -1: never
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (tl_fail_after >= 0 && tl_fail_after-- == 0) throw std::bad_alloc();
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void* operator new(std::size_t n, std::align_val_t al) {
+  if (tl_fail_after >= 0 && tl_fail_after-- == 0) throw std::bad_alloc();
+  const auto a = static_cast<std::size_t>(al);
+  if (void* p = std::aligned_alloc(a, (n + a - 1) / a * a)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace {
+
+TEST(OmpTasks, DependSpawnThatThrowsLeavesNoCount) {
+  // Every allocation point of the first dependent spawn (its scope, the
+  // scope's tables) fails in turn; the region must still end (the barrier
+  // counts nothing that was not added) and every spawn that went through runs.
+  for (long k = 0; k < 40; ++k) {
+    std::atomic<int> ran{0};
+    int made = 0, failed = 0;
+    int x = 0;
+    region(2, [&] {
+      if (mote::omp::thread_num() != 0) return;
+      for (int i = 0; i < 3; ++i) {
+        void* dep[3] = {reinterpret_cast<void*>(std::uintptr_t{1}), reinterpret_cast<void*>(std::uintptr_t{1}), &x};
+        auto* heap = new std::function<void()>([&ran] { ran.fetch_add(1); });
+        struct arg {
+          std::function<void()>* f;
+        } a{heap};
+        mote::omp::task_args t{};
+        t.fn = [](void* p) {
+          auto* fp = static_cast<arg*>(p)->f;
+          (*fp)();
+          delete fp;
+        };
+        t.data = &a;
+        t.arg_size = sizeof(arg);
+        t.arg_align = alignof(arg);
+        t.if_clause = true;
+        t.flags = 8u;
+        t.depend = dep;
+        tl_fail_after = i == 0 ? k : -1;
+        try {
+          mote::omp::task(t);
+          tl_fail_after = -1;
+          ++made;
+        } catch (const std::bad_alloc&) {
+          tl_fail_after = -1;
+          delete heap;
+          ++failed;
+        }
+      }
+      mote::omp::taskwait();
+    });
+    EXPECT_EQ(ran.load(), made) << "failing allocation " << k;
+    EXPECT_EQ(made + failed, 3);
+    if (k == 1) EXPECT_EQ(failed, 1);  // an allocation of the first spawn failed: the path ran
   }
 }
 

@@ -476,8 +476,19 @@ void task(const task_args& a) {
   if (t->group != nullptr) t->group->count.fetch_add(1, std::memory_order_relaxed);
   st.count_spawn();
   if (!deps.accesses.empty()) {
-    mote::dataflow& df = scope_of(parent);
-    df.spawn_accesses(deps.accesses, [t] { run_body(t, true); });
+    try {
+      mote::dataflow& df = scope_of(parent);
+      df.spawn_accesses(deps.accesses, [t] { run_body(t, true); });
+    } catch (...) {
+      // The scope or its registration could not be made (bad_alloc): the
+      // task was added nowhere, so its counts are taken back (the spawn
+      // sum is balanced by a completion) and nothing is left behind.
+      parent.refs.fetch_sub(1, std::memory_order_relaxed);
+      if (t->group != nullptr) t->group->count.fetch_sub(1, std::memory_order_relaxed);
+      st.count_completion();
+      free_record(t);
+      throw;
+    }
   } else {
     self->runtime().schedule(t, self);
   }
