@@ -14,7 +14,7 @@ subset=${1:-test}
 test_packages=(
   build-essential cmake ninja-build pkg-config g++ clang clang-tidy cppcheck
   libgtest-dev libgmock-dev libbenchmark-dev libhwloc-dev hwloc libtbb-dev libomp-dev
-  python3 valgrind rapidjson-dev
+  python3 valgrind rapidjson-dev libopenmpi-dev openmpi-bin
 )
 bench_packages=(python3-matplotlib libopenblas-dev libjemalloc-dev libboost-dev rapidjson-dev)
 

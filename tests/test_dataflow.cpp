@@ -1332,3 +1332,137 @@ TEST(DataflowRandomDelegation, FaultsInSpawnFromAThreadOutsideTheRuntime) {
 }
 
 }  // namespace
+
+// ---- Events: a task's end waits for what its body started ---------------------------
+
+namespace {
+
+// Fulfils events on a thread of its own, in the order they arrive, after a
+// pause each: the successors must wait for every one.
+class fulfiller {
+ public:
+  fulfiller() : thread_([this] { loop(); }) {}
+  ~fulfiller() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  fulfiller(const fulfiller&) = delete;
+  fulfiller& operator=(const fulfiller&) = delete;
+  void hand(mote::dataflow_event ev, std::function<void()> before) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      q_.push_back({std::move(ev), std::move(before)});
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  struct item {
+    mote::dataflow_event ev;
+    std::function<void()> before;
+  };
+  void loop() {
+    std::unique_lock<std::mutex> lock(m_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
+      if (q_.empty()) return;
+      item it = std::move(q_.front());
+      q_.erase(q_.begin());
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (it.before) it.before();
+      it.ev.fulfill();
+      lock.lock();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<item> q_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST(DataflowEvents, SuccessorsWaitForTheEventNotTheBody) {
+  mote::runtime rt(workers(2));
+  for (int round = 0; round < static_cast<int>(scaled(20, 3)); ++round) {
+    fulfiller outside;
+    std::vector<long> cells(8, 0);
+    std::atomic<int> delivered{0};
+    {
+      mote::dataflow df(rt);
+      for (int step = 0; step < 20; ++step) {
+        for (std::size_t c = 0; c < cells.size(); ++c) {
+          long* cell = &cells[c];
+          df.spawn(mote::inout(*cell), [&, cell, step] {
+            // The previous step's value arrived through an event.
+            if (*cell != step) throw std::logic_error("ran before its predecessor's event");
+            if (step % 2 == 0) {
+              // The "transfer" writes the cell; the task returns at once.
+              outside.hand(mote::dataflow_event::open(), [cell, &delivered] {
+                ++*cell;
+                delivered.fetch_add(1, std::memory_order_relaxed);
+              });
+            } else {
+              ++*cell;
+            }
+          });
+        }
+      }
+      df.wait();
+    }
+    for (long v : cells) EXPECT_EQ(v, 20);
+    EXPECT_EQ(delivered.load(), 8 * 10);
+  }
+}
+
+TEST(DataflowEvents, FulfilledInsideTheBodyOrManyPerTask) {
+  mote::runtime rt(workers(2));
+  fulfiller outside;
+  long x = 0;
+  mote::dataflow df(rt);
+  df.spawn(mote::inout(x), [&] {
+    auto ev = mote::dataflow_event::open();
+    x = 1;
+    ev.fulfill();  // before the body returns: the body's return ends the task
+    EXPECT_THROW(ev.fulfill(), mote::usage_error);  // empty now
+  });
+  df.spawn(mote::inout(x), [&] {
+    EXPECT_EQ(x, 1);
+    for (int k = 0; k < 5; ++k) outside.hand(mote::dataflow_event::open(), [&x] { ++x; });
+  });
+  df.spawn(mote::in(x), [&] { EXPECT_EQ(x, 6); });
+  df.wait();
+  EXPECT_EQ(x, 6);
+}
+
+TEST(DataflowEvents, MisuseIsReported) {
+  EXPECT_THROW(mote::dataflow_event::open(), mote::usage_error);
+  mote::dataflow_event empty;
+  EXPECT_FALSE(empty);
+  EXPECT_THROW(empty.fulfill(), mote::usage_error);
+}
+
+TEST(DataflowEvents, ATaskThatThrowsAfterOpeningAnEventFailsWhenItIsFulfilled) {
+  mote::runtime rt(workers(2));
+  fulfiller outside;
+  long x = 0;
+  bool successor_ran = false;
+  bool other_ran = false;
+  long y = 0;
+  mote::dataflow df(rt);
+  df.spawn(mote::out(x), [&] {
+    outside.hand(mote::dataflow_event::open(), nullptr);
+    throw std::runtime_error("after open");
+  });
+  df.spawn(mote::in(x), [&] { successor_ran = true; });  // skipped
+  df.spawn(mote::out(y), [&] { other_ran = true; });
+  EXPECT_THROW(df.wait(), std::runtime_error);
+  EXPECT_FALSE(successor_ran);
+  EXPECT_TRUE(other_ran);
+}

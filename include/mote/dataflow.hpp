@@ -319,6 +319,44 @@ class MOTE_API dataflow {
   friend MOTE_API void detail::df_task_run(detail::task*, detail::worker&) noexcept;
 };
 
+// An event that the running data-flow task's end waits for, as OmpSs-2's
+// external events and TAMPI's non-blocking mode use them: the task's body
+// may return, but its accesses are released (its successors run) and
+// dataflow::wait() counts it finished only when every event it opened is
+// fulfilled. Open one inside a data-flow task's body; fulfil it once, from
+// any thread (a worker, the thread that learns a transfer has completed, a
+// thread outside the runtime).
+//
+//   df.spawn(mote::out(buf), [&] {
+//     auto ev = mote::dataflow_event::open();      // the task now waits for ev too
+//     start_transfer(buf, std::move(ev));          // its completion calls ev.fulfill()
+//   });                                            // successors of buf run after fulfill()
+//   df.spawn(mote::in(buf), [&] { use(buf); });
+class MOTE_API dataflow_event {
+ public:
+  // Opens an event of the data-flow task whose body the calling thread runs.
+  // Throws mote::usage_error outside a data-flow task's body.
+  static dataflow_event open();
+  dataflow_event() noexcept = default;
+  dataflow_event(dataflow_event&& other) noexcept : task_(other.task_) { other.task_ = nullptr; }
+  dataflow_event& operator=(dataflow_event&& other) noexcept {
+    std::swap(task_, other.task_);
+    return *this;
+  }
+  // An event never fulfilled would hold its task (and the scope's wait)
+  // forever: destroying an open one reports it and aborts.
+  ~dataflow_event();
+  // Fulfils it and empties the handle: the last of the task's events (or its
+  // body's return, whichever comes later) ends the task on this thread.
+  // Fulfilling an empty handle is a usage_error.
+  void fulfill();
+  explicit operator bool() const noexcept { return task_ != nullptr; }
+
+ private:
+  explicit dataflow_event(detail::df_task* t) noexcept : task_(t) {}
+  detail::df_task* task_ = nullptr;
+};
+
 template <class F, class... A>
 void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uint32_t n) {
   using record = detail::df_record<std::decay_t<F>, std::decay_t<A>...>;

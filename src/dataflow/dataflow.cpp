@@ -5,6 +5,7 @@
 #include "mote/dataflow.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -772,39 +773,17 @@ detail::df_task* detail::df_exchange_current_task(df_task* t) noexcept {
   return previous;
 }
 
-void detail::df_task_run(task* base, worker& w) noexcept {
-  auto* t = static_cast<df_task*>(base);
-  dataflow& df = *t->scope;
-  task_group& g = df.group_;
-  const bool counted_by_owner = t->local && &w == group_access::owner(g);
-  trace_buffer* trace = w.trace();
-  if (MOTE_UNLIKELY(trace != nullptr)) {
-    if (t->trace_named) {
-      trace->put(trace_kind::task_name, 0, t->trace_what);
-    } else {
-      trace->put(trace_kind::task_fn, 0, t->trace_what);
-    }
-    for (std::uint16_t i = 0; i < t->num_accesses; ++i) {
-      if (t->accesses[i].pred_task_link) trace->put(trace_kind::flow_in, engine::flow_id(&t->accesses[i]));
-    }
-  }
-  bool failed = t->poisoned.load(std::memory_order_relaxed);
-  // Relaxed: as in a task_group task, cancellation is a request.
-  if (!failed && (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled())) {
-    const std::uint32_t level = w.enter_group(&g);
-    df_task* outer = tl_current;
-    tl_current = t;
-    try {
-      t->body(t, w);
-    } catch (...) {
-      group_access::record_exception_only(g, std::current_exception());
-      failed = true;
-    }
-    tl_current = outer;
-    w.leave_group(level);
-  }
-  t->destroy(t);  // the callable; the record stays until its accesses are final
-  engine e{&w, df.runtime_, trace, my_mailbox()};
+namespace {
+
+// The end of a task whose body has returned and whose events are fulfilled,
+// on the calling thread (w: its worker of the scope's runtime, or nullptr):
+// give back its tokens, send C (and F) to each access, drop the body's share
+// of `live`, count it down in the group.
+void end_task(detail::df_task* t, detail::worker* w, bool failed) noexcept {
+  using namespace detail;
+  task_group& g = *t->group;
+  const bool counted_by_owner = t->local && w != nullptr && w == group_access::owner(g);
+  engine e{w, &group_access::runtime_of(g), w != nullptr ? w->trace() : nullptr, my_mailbox()};
   if (MOTE_UNLIKELY(t->commutative)) give_tokens(t, e);
   // Finish every access: C (and F), delivered one by one with what follows.
   const std::uint32_t done = kComplete | (failed ? kFailed : 0);
@@ -822,6 +801,84 @@ void detail::df_task_run(task* base, worker& w) noexcept {
     group_access::finish_local(g);
   } else {
     group_access::finish_remote(g);
+  }
+}
+
+}  // namespace
+
+void detail::df_task_run(task* base, worker& w) noexcept {
+  auto* t = static_cast<df_task*>(base);
+  task_group& g = *t->group;
+  trace_buffer* trace = w.trace();
+  if (MOTE_UNLIKELY(trace != nullptr)) {
+    if (t->trace_named) {
+      trace->put(trace_kind::task_name, 0, t->trace_what);
+    } else {
+      trace->put(trace_kind::task_fn, 0, t->trace_what);
+    }
+    for (std::uint16_t i = 0; i < t->num_accesses; ++i) {
+      if (t->accesses[i].pred_task_link) trace->put(trace_kind::flow_in, engine::flow_id(&t->accesses[i]));
+    }
+  }
+  bool failed = t->poisoned.load(std::memory_order_relaxed);
+  // Relaxed: only this thread touches `events` until the body opens an event
+  // (dataflow_event::open, on this thread), whose fulfilment elsewhere is
+  // ordered after it by the fetch_sub below.
+  t->events.store(1, std::memory_order_relaxed);
+  // Relaxed: as in a task_group task, cancellation is a request.
+  if (!failed && (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled())) {
+    const std::uint32_t level = w.enter_group(&g);
+    df_task* outer = tl_current;
+    tl_current = t;
+    try {
+      t->body(t, w);
+    } catch (...) {
+      group_access::record_exception_only(g, std::current_exception());
+      failed = true;
+    }
+    tl_current = outer;
+    w.leave_group(level);
+  }
+  t->destroy(t);  // the callable; the record stays until its accesses are final
+  if (failed) t->poisoned.store(true, std::memory_order_relaxed);  // read by the last event's end
+  // acq_rel: the thread that ends the task (the last of the body and the
+  // events) sees what the others did before their count-down (the body's
+  // writes, a transfer's data).
+  if (MOTE_UNLIKELY(t->events.load(std::memory_order_relaxed) != 1) &&
+      t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+    return;  // the last event's fulfil ends it
+  }
+  end_task(t, &w, failed);
+}
+
+dataflow_event dataflow_event::open() {
+  detail::df_task* t = tl_current;
+  if (t == nullptr) {
+    throw usage_error("mote::dataflow_event::open: called outside a data-flow task's body");
+  }
+  // Relaxed: on the body's thread, before the body's own count-down (acq_rel)
+  // that any fulfil must follow to end the task.
+  t->events.fetch_add(1, std::memory_order_relaxed);
+  return dataflow_event(t);
+}
+
+void dataflow_event::fulfill() {
+  detail::df_task* t = task_;
+  if (t == nullptr) throw usage_error("mote::dataflow_event::fulfill: the event is empty (fulfilled already, or moved from)");
+  task_ = nullptr;
+  // acq_rel: see df_task_run.
+  if (t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  detail::worker* w = detail::current_worker;
+  if (w != nullptr && &w->runtime() != &detail::group_access::runtime_of(*t->group)) w = nullptr;
+  end_task(t, w, t->poisoned.load(std::memory_order_relaxed));
+}
+
+dataflow_event::~dataflow_event() {
+  if (task_ != nullptr) {
+    std::fprintf(stderr,
+                 "mote: a mote::dataflow_event was destroyed unfulfilled; its task could never end "
+                 "and the scope's wait would never return\n");
+    std::abort();
   }
 }
 

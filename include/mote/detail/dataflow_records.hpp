@@ -132,6 +132,9 @@ struct df_task : group_task_base {
   // Accesses not yet final, plus one until the task has finished running.
   // Whoever takes it to zero frees the record.
   std::atomic<std::int32_t> live;
+  // The body, plus one per open event (mote::dataflow_event): whoever takes
+  // it to zero ends the task (releases its accesses and counts it down).
+  std::atomic<std::int32_t> events;
   // Set before the task is readied (published by `blocked`): a predecessor
   // failed, so this one is skipped and fails its successors in turn.
   std::atomic<bool> poisoned;
