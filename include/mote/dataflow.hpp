@@ -203,6 +203,18 @@ df_access_desc describe(const A& a) noexcept {
 
 }  // namespace detail
 
+// Where a scope's ready tasks go (dataflow::set_locality; docs/dataflow.md,
+// "Locality").
+enum class dataflow_locality : std::uint8_t {
+  // Measured: while the tasks' bodies are shorter than the runtime's own work
+  // around each (sampled on the spawning worker), a ready task stays on the
+  // worker that readied it; otherwise it goes to that worker's pool, where
+  // an idle worker may take it. The default.
+  automatic,
+  keep,   // always stays on the worker that readied it (no other worker runs it)
+  share,  // always goes to the pool (an idle worker may take it)
+};
+
 // A data-flow scope: tasks spawned into it run in the order their accesses
 // require, on the runtime's workers, and wait() waits for all of them.
 //
@@ -274,6 +286,14 @@ class MOTE_API dataflow {
   //   df.wait();
   task_group_status wait();
 
+  // Where ready tasks go from now on; the default is MOTE_DATAFLOW_LOCALITY
+  // (auto, keep or share), else automatic. A task that another worker could
+  // run faster is not lost under `keep`, only run later, by the worker that
+  // readied it:
+  //
+  //   df.set_locality(mote::dataflow_locality::share);   // always let idle workers help
+  void set_locality(dataflow_locality l) noexcept;
+
   // Tasks that have not started will not run (their successors are released
   // as they would have been). Ends at the next wait().
   void cancel() noexcept { group_.cancel(); }
@@ -311,12 +331,15 @@ class MOTE_API dataflow {
   unsigned spawner_loop_depth_;
   detail::df_task* parent_;      // the data-flow task whose body made this scope, or nullptr
   std::uint64_t spawned_since_wait_ = 0;
+  std::uint32_t throttle_ = 0;   // MOTE_DATAFLOW_THROTTLE, read when the scope is made
+  detail::df_grain grain_;
   detail::df_table table_;
   struct graph;
   std::unique_ptr<graph> graph_;
   friend MOTE_API void detail::df_register(dataflow&, detail::df_task*, const detail::df_access_desc*,
                                            std::uint32_t);
   friend MOTE_API void detail::df_task_run(detail::task*, detail::worker&) noexcept;
+  friend struct detail::df_scope_access;
 };
 
 // An event that the running data-flow task's end waits for, as OmpSs-2's

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mote/detail/adaptive.hpp"
 #include "mote/detail/loops.hpp"
 #include "core/config.hpp"
 #include "core/runtime_impl.hpp"
@@ -59,14 +60,25 @@ constexpr bool send_done(std::uint32_t f) { return has(f, kDone | kComplete | kS
 constexpr bool group_ends(std::uint32_t f) {
   return has(f, kDone | kComplete) && ((f & kSealed) != 0 || (f & (kSucc | kSuccSame)) == kSucc);
 }
+// Does the D message to the successor go unacknowledged? When the access
+// expects no R (NR) and sends none (no SS), the fetch-or that sends D is the
+// one that brings the last of D, C and S: every message the access expects
+// has then arrived, so no other thread will touch it, and the sender may
+// read it to the end of its step without an acknowledgement keeping it
+// alive. Otherwise another thread's later R (or RS) could make the access
+// final while the sender still reads it, and DS holds it until then.
+constexpr bool done_unacked(std::uint32_t f) { return (f & (kNoReadyMsg | kSuccSame)) == kNoReadyMsg; }
+
 // Nothing will reach this access any more, and nothing it sent is in flight:
 // every message it expects has arrived (R unless NR, D, C, S or E), and the
-// deliveries it made have been acknowledged (RS, DS).
+// deliveries it made have been acknowledged (RS, and DS unless
+// done_unacked).
 constexpr bool final_state(std::uint32_t f) {
   if (!has(f, kDone | kComplete)) return false;
   if ((f & (kReady | kNoReadyMsg)) == 0) return false;
   if (f & kSealed) return true;
-  if (!has(f, kSucc | kDoneSent)) return false;
+  if ((f & kSucc) == 0) return false;
+  if ((f & kDoneSent) == 0 && !done_unacked(f)) return false;
   return (f & kSuccSame) == 0 || (f & kReadySent) != 0;
 }
 
@@ -132,6 +144,68 @@ constinit thread_local mailbox* tl_mailbox __attribute__((tls_model("initial-exe
 // The data-flow task whose body this thread is running (innermost), or nullptr.
 constinit thread_local detail::df_task* tl_current __attribute__((tls_model("initial-exec"))) = nullptr;
 
+// ---- Locality: ready tasks kept on their worker -----------------------------
+//
+// A scope whose tasks' bodies are shorter than the runtime's own work per
+// task keeps its ready tasks on the worker that readied them: the first one
+// a task's end readies runs next there (the immediate successor), the others
+// wait among its pool's kept tasks (split_deque::keep), which no thief sees
+// and every loop that takes the worker's pool work finds (its idle loop, its
+// waits, the spawner's throttle).
+// Handing such a task to another core cannot pay: the task's record and its
+// accesses' lines were written here, and moving them costs a core-to-core
+// transfer each (50 to 600 ns on the machines of the benchmark report), more
+// than the whole task costs where it is; the spawner's next link then pulls
+// the access's line back. Both figures are measured on the spawning worker,
+// one task in kSampleEvery (two more reads of the cycle counter), so the
+// decision follows the tasks as they change. Tasks run elsewhere are not
+// sampled: their times are dominated by what waking and stealing cost at
+// that moment, not by the tasks (docs/dataflow.md, "Locality", has figures).
+constexpr std::uint32_t kSampleEvery = 16;
+
+constinit thread_local std::uint32_t tl_until_sample __attribute__((tls_model("initial-exec"))) = 1;
+
+// The last decision taken for each kind of task (its function, or its name),
+// so that a new scope of the same tasks starts where the last one ended
+// instead of handing its first few thousand tasks out while it measures.
+// Direct-mapped, racy by design (relaxed): a wrong entry is a wrong first
+// guess, which the scope's own samples correct.
+struct kind_memory {
+  static constexpr unsigned kEntries = 256;
+  std::atomic<const void*> what[kEntries] = {};
+  std::atomic<bool> keep[kEntries] = {};
+  static unsigned slot(const void* w) noexcept {
+    auto x = reinterpret_cast<std::uintptr_t>(w);
+    return static_cast<unsigned>(((x >> 4) * 0x9E3779B97F4A7C15ull) >> 56);
+  }
+  void note(const void* w, bool k) noexcept {
+    const unsigned i = slot(w);
+    if (what[i].load(std::memory_order_relaxed) != w) what[i].store(w, std::memory_order_relaxed);
+    if (keep[i].load(std::memory_order_relaxed) != k) keep[i].store(k, std::memory_order_relaxed);
+  }
+  bool kept(const void* w) const noexcept {
+    const unsigned i = slot(w);
+    return what[i].load(std::memory_order_relaxed) == w && keep[i].load(std::memory_order_relaxed);
+  }
+};
+constinit kind_memory kinds;
+
+// A moving average over about eight samples; a sample moves it at most 4x up
+// (a preemption inside a timed run is not the task's length).
+void add_sample(std::atomic<std::uint32_t>& avg, std::uint64_t ticks) noexcept {
+  const std::uint32_t old = avg.load(std::memory_order_relaxed);
+  if (ticks > 0xffffffffu) ticks = 0xffffffffu;
+  std::uint32_t now;
+  if (old == 0) {
+    now = static_cast<std::uint32_t>(ticks != 0 ? ticks : 1);
+  } else {
+    if (ticks > 4ull * old) ticks = 4ull * old;
+    now = static_cast<std::uint32_t>((7ull * old + ticks) / 8);
+    if (now == 0) now = 1;
+  }
+  avg.store(now, std::memory_order_relaxed);
+}
+
 mailbox& my_mailbox() {
   if (MOTE_UNLIKELY(tl_mailbox == nullptr)) {
     // One per thread for its lifetime; a thread_local with a destructor would
@@ -160,6 +234,41 @@ bool pools_enabled() {
   return on;
 }
 
+// How many unfinished tasks a scope may have before its spawner, on a worker,
+// runs ready tasks from its own pool at spawn (MOTE_DATAFLOW_THROTTLE; 0:
+// never). A spawner far ahead of its tasks writes records faster than they
+// are run: past a few thousand, their blocks no longer fit in the worker's
+// cache, and every task then reads its record back from far away. Nanos6
+// throttles its creators for the same reason.
+std::uint32_t throttle_limit() {
+  static const std::uint32_t limit = [] {
+    const char* v = std::getenv("MOTE_DATAFLOW_THROTTLE");
+    if (v == nullptr || *v == '\0') return std::uint32_t{4096};
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(v, &end, 10);
+    if (*end != '\0' || n > 0xffffffffUL || *v == '-') {
+      throw config_error(std::string("MOTE_DATAFLOW_THROTTLE: expected a number of tasks (0: off), got '") + v +
+                         "'");
+    }
+    return static_cast<std::uint32_t>(n);
+  }();
+  return limit;
+}
+
+// MOTE_DATAFLOW_LOCALITY: every scope's locality until set_locality().
+dataflow_locality default_locality() {
+  static const dataflow_locality l = [] {
+    const char* v = std::getenv("MOTE_DATAFLOW_LOCALITY");
+    if (v == nullptr || *v == '\0') return dataflow_locality::automatic;
+    const std::string s(v);
+    if (s == "auto") return dataflow_locality::automatic;
+    if (s == "keep") return dataflow_locality::keep;
+    if (s == "share") return dataflow_locality::share;
+    throw config_error("MOTE_DATAFLOW_LOCALITY: expected auto, keep or share, got '" + s + "'");
+  }();
+  return l;
+}
+
 std::atomic<std::uint64_t> next_trace_id{1};
 
 // Commutative tasks of one group exclude each other through this token. A
@@ -178,6 +287,10 @@ struct commutative_token final : detail::df_group_info {
 }  // namespace
 
 namespace detail {
+
+struct df_scope_access {
+  static df_grain& grain(dataflow& df) noexcept { return df.grain_; }
+};
 
 // ---- Registration table ------------------------------------------------------
 
@@ -245,6 +358,21 @@ struct engine {
   runtime_impl* rt;         // the scope's runtime
   trace_buffer* trace;      // w's trace buffer when tracing, else nullptr
   mailbox& box;
+  // The task whose end this thread is delivering: its accesses that become
+  // final here are counted, and `live` drops once for all of them (and the
+  // body's share) at the end, instead of once each. nullptr: none.
+  df_task* ending = nullptr;
+  std::int32_t ending_finals = 0;
+  // The immediate successor: the first task that the end of `ending`
+  // readies is kept here and run next on this worker (its inputs are warm
+  // in this cache), unless a thief has asked this worker for work.
+  // nullptr `successor_slot`: none kept (registration, a fulfil elsewhere).
+  df_task** successor_slot = nullptr;
+  // A sampled end: the ticks spent handing tasks to the scheduler, whose
+  // hand-off may wake a worker (a system call that is not the task's cost,
+  // so it is left out of the sample).
+  bool timing = false;
+  std::uint64_t scheduling_ticks = 0;
 
   // Delivers m and everything it leads to, until the box is empty.
   void post(const message& m) { box.push(m); }
@@ -316,9 +444,9 @@ struct engine {
         } else {
           msg |= ((now & kPoison) != 0 || failed_here) ? kPoison : 0;
         }
-        ack |= kDoneSent;
+        if (!done_unacked(now)) ack |= kDoneSent;
       }
-      post({succ, msg, a, ack});
+      post({succ, msg, ack != 0 ? a : nullptr, ack});
     }
     // Final: nothing else will touch `a`; this thread alone may read it now.
     if (!final_state(old) && final_state(now)) release_access(a->task);
@@ -337,6 +465,10 @@ void free_record(df_task* t, worker* w) noexcept {
 }
 
 void engine::release_access(df_task* t) noexcept {
+  if (t == ending) {
+    ++ending_finals;  // end_task drops them with the body's share
+    return;
+  }
   // acq_rel: the last release sees every access's final state; nothing
   // touches the record after it.
   if (t->live.fetch_sub(1, std::memory_order_acq_rel) == 1) free_record(t, w);
@@ -400,15 +532,33 @@ void engine::ready(df_task* t) noexcept {
     }
     if (!ok) return;  // waits in a token's list
   }
+  // The first task that a task's end readies runs next on this worker,
+  // without a trip through the pool, unless a thief is asking this worker
+  // for work (then it goes to the pool, whose next push shares). Not under
+  // delegation, whose queue decides where every ready task goes.
+  if (w != nullptr && rt->num_workers() > 1 && df_scope_access::grain(*t->scope).keep_local.load(std::memory_order_relaxed)) {
+    if (successor_slot != nullptr && *successor_slot == nullptr) {
+      *successor_slot = t;
+    } else {
+      w->pool().keep(t);
+    }
+    return;
+  }
+  if (successor_slot != nullptr && *successor_slot == nullptr && !w->pool().asked()) {
+    *successor_slot = t;
+    return;
+  }
   // Under work stealing: this worker's pool (a chain stays where its data is
   // warm, and an idle worker steals it). Only the spawning thread readies
   // tasks from outside the runtime, and submit() throws only in a forked
   // child or without memory.
+  const std::uint64_t t0 = MOTE_UNLIKELY(timing) ? cycle_clock() : 0;
   try {
     rt->schedule(t, w);
   } catch (...) {
     std::abort();
   }
+  if (MOTE_UNLIKELY(timing)) scheduling_ticks += cycle_clock() - t0;
 }
 
 void give_tokens(df_task* t, engine& e) noexcept {
@@ -723,7 +873,12 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   t->blocked.store(static_cast<std::int32_t>(counted) + 1, std::memory_order_relaxed);
   t->live.store(static_cast<std::int32_t>(counted) + 1, std::memory_order_relaxed);
   t->local = group_access::count_in(g, w);
-  ++df.spawned_since_wait_;
+  if (MOTE_UNLIKELY(df.spawned_since_wait_++ == 0) && df.grain_.measured.load(std::memory_order_relaxed) &&
+      df.grain_.body.load(std::memory_order_relaxed) == 0 && kinds.kept(t->trace_what)) {
+    // A scope that has measured nothing yet starts as the last one of the
+    // same tasks ended. Relaxed: a hint (set_locality's argument).
+    df.grain_.keep_local.store(true, std::memory_order_relaxed);
+  }
   const std::uint64_t node_id = graph != nullptr ? graph->add_task(*t) : 0;
 
   engine e{w, df.runtime_, w != nullptr ? w->trace() : nullptr, my_mailbox()};
@@ -753,7 +908,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
       // Link, then tell the predecessor (S, with SS when the group goes on).
       // The plain store is published by the fetch-or's release.
       pred->successor = &a;
-      e.post({pred, kSucc | (same ? kSuccSame : 0), nullptr, 0});
+      e.apply(pred, kSucc | (same ? kSuccSame : 0), false);
       e.drain();
     }
   }
@@ -761,11 +916,51 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   // (this thread now, or the last predecessor to finish) readies the task.
   const std::int32_t drop = satisfied_now + 1;
   if (t->blocked.fetch_sub(drop, std::memory_order_acq_rel) == drop) e.ready(t);
+  // Throttle, every 64 spawns (the count's shared half is read then only):
+  // the owner far ahead of its tasks runs ready ones from its pool until half
+  // the limit is left, or nothing is ready here. It never waits: tasks
+  // blocked elsewhere are left to their predecessors.
+  if (MOTE_UNLIKELY((df.spawned_since_wait_ & 63) == 0) && w != nullptr && w == group_access::owner(g)) {
+    const std::uint32_t limit = df.throttle_;
+    if (limit != 0 && group_access::pending_for_owner(g) > limit) {
+      while (group_access::pending_for_owner(g) > limit / 2) {
+        task* r = w->pool().pop_any();
+        if (r == nullptr) break;
+        w->run_task(r, nullptr);
+      }
+    }
+  }
 }
 
 // ---- Running a task -------------------------------------------------------------
 
+namespace {
+
+// A timed task on the worker that spawned it: `body` ticks in its body,
+// `total` with its end. Keeps the scope's tasks local while a body is shorter
+// than the runtime's work around it (with a margin of a quarter before
+// handing them out again: near the crossover both cost about the same, and
+// the estimates are noisy).
+void note_sample(detail::df_grain& g, const void* what, std::uint64_t body, std::uint64_t total,
+                 bool others) noexcept {
+  if (!g.measured.load(std::memory_order_relaxed)) return;
+  add_sample(g.body, body);
+  add_sample(g.overhead, total > body ? total - body : 1);
+  const std::uint32_t b = g.body.load(std::memory_order_relaxed);
+  const std::uint32_t ov = g.overhead.load(std::memory_order_relaxed);
+  const bool was = g.keep_local.load(std::memory_order_relaxed);
+  // With no other worker there is nothing to decide (and nobody else would
+  // run a kept task).
+  const bool keep = others && (was ? b < ov + ov / 4 : b < ov);
+  if (keep != was) g.keep_local.store(keep, std::memory_order_relaxed);
+  if (others) kinds.note(what, keep);
+}
+
+}  // namespace
+
 detail::df_task* detail::df_current_task() noexcept { return tl_current; }
+
+
 
 detail::df_task* detail::df_exchange_current_task(df_task* t) noexcept {
   df_task* previous = tl_current;
@@ -779,11 +974,16 @@ namespace {
 // on the calling thread (w: its worker of the scope's runtime, or nullptr):
 // give back its tokens, send C (and F) to each access, drop the body's share
 // of `live`, count it down in the group.
-void end_task(detail::df_task* t, detail::worker* w, bool failed) noexcept {
+detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bool keep_successor,
+                          std::uint64_t* scheduling_ticks = nullptr) noexcept {
   using namespace detail;
   task_group& g = *t->group;
   const bool counted_by_owner = t->local && w != nullptr && w == group_access::owner(g);
   engine e{w, &group_access::runtime_of(g), w != nullptr ? w->trace() : nullptr, my_mailbox()};
+  e.ending = t;
+  df_task* next = nullptr;
+  if (keep_successor) e.successor_slot = &next;
+  e.timing = scheduling_ticks != nullptr;
   if (MOTE_UNLIKELY(t->commutative)) give_tokens(t, e);
   // Finish every access: C (and F), delivered one by one with what follows.
   const std::uint32_t done = kComplete | (failed ? kFailed : 0);
@@ -792,22 +992,31 @@ void end_task(detail::df_task* t, detail::worker* w, bool failed) noexcept {
     // Relaxed: only a merged-away access has C before this point (set at
     // registration, published with the task); C comes from nowhere else.
     if ((a.flags.load(std::memory_order_relaxed) & kComplete) != 0) continue;  // merged away
-    e.post({&a, done, nullptr, 0});
+    e.apply(&a, done, false);
+    e.drain();
   }
-  e.drain();
-  e.release_access(t);  // the body's share of `live`
+  // The body's share of `live`, with the accesses that became final above.
+  // acq_rel, as release_access.
+  const std::int32_t drop = e.ending_finals + 1;
+  if (t->live.fetch_sub(drop, std::memory_order_acq_rel) == drop) free_record(t, w);
   // The task's last access to its scope: once counted down, wait() may return.
   if (counted_by_owner) {
     group_access::finish_local(g);
   } else {
     group_access::finish_remote(g);
   }
+  if (scheduling_ticks != nullptr) *scheduling_ticks = e.scheduling_ticks;
+  return next;
 }
 
 }  // namespace
 
-void detail::df_task_run(task* base, worker& w) noexcept {
-  auto* t = static_cast<df_task*>(base);
+namespace {
+
+// One data-flow task on worker w: its body, then its end unless an event
+// holds it. Returns the immediate successor that its end readied, or nullptr.
+detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
+  using namespace detail;
   task_group& g = *t->group;
   trace_buffer* trace = w.trace();
   if (MOTE_UNLIKELY(trace != nullptr)) {
@@ -826,6 +1035,15 @@ void detail::df_task_run(task* base, worker& w) noexcept {
   // ordered after it by the fetch_sub below.
   t->events.store(1, std::memory_order_relaxed);
   // Relaxed: as in a task_group task, cancellation is a request.
+  // One task in kSampleEvery is timed (on workers of a runtime with others
+  // to hand tasks to): its body, and its body and end together, on the
+  // worker that spawned it or on another.
+  const bool sampled = t->home == &w.cache() && --tl_until_sample == 0;
+  std::uint64_t t0 = 0;
+  std::uint64_t t1 = 0;
+  if (MOTE_UNLIKELY(sampled)) {
+    t0 = cycle_clock();
+  }
   if (!failed && (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled())) {
     const std::uint32_t level = w.enter_group(&g);
     df_task* outer = tl_current;
@@ -839,6 +1057,7 @@ void detail::df_task_run(task* base, worker& w) noexcept {
     tl_current = outer;
     w.leave_group(level);
   }
+  if (MOTE_UNLIKELY(sampled)) t1 = cycle_clock();
   t->destroy(t);  // the callable; the record stays until its accesses are final
   if (failed) t->poisoned.store(true, std::memory_order_relaxed);  // read by the last event's end
   // acq_rel: the thread that ends the task (the last of the body and the
@@ -846,10 +1065,38 @@ void detail::df_task_run(task* base, worker& w) noexcept {
   // writes, a transfer's data).
   if (MOTE_UNLIKELY(t->events.load(std::memory_order_relaxed) != 1) &&
       t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) {
-    return;  // the last event's fulfil ends it
+    return nullptr;  // the last event's fulfil ends it
   }
-  end_task(t, &w, failed);
+  if (MOTE_LIKELY(!sampled)) return end_task(t, &w, failed, !w.delegating());
+  tl_until_sample = kSampleEvery;
+  df_grain& grain = df_scope_access::grain(*t->scope);
+  std::uint64_t scheduling = 0;
+  const void* what = t->trace_what;  // read before the end may free the record
+  df_task* next = end_task(t, &w, failed, !w.delegating(), &scheduling);
+  const std::uint64_t total = cycle_clock() - t0;
+  note_sample(grain, what, t1 - t0, total > scheduling ? total - scheduling : 0,
+              w.runtime().num_workers() > 1);
+  return next;
 }
+
+}  // namespace
+
+void detail::df_task_run(task* base, worker& w) noexcept {
+  auto* t = static_cast<df_task*>(base);
+  for (;;) {
+    df_task* next = run_one(t, w);
+    if (next == nullptr) return;
+    // The immediate successor runs here, as the worker runs a task it takes
+    // (its trace event and statistics).
+    if (MOTE_UNLIKELY(w.instrumented())) {
+      w.note_task_end();
+      w.note_task_begin(reinterpret_cast<const void*>(&df_task_run), false);
+    }
+    t = next;
+  }
+}
+
+
 
 dataflow_event dataflow_event::open() {
   detail::df_task* t = tl_current;
@@ -870,7 +1117,7 @@ void dataflow_event::fulfill() {
   if (t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   detail::worker* w = detail::current_worker;
   if (w != nullptr && &w->runtime() != &detail::group_access::runtime_of(*t->group)) w = nullptr;
-  end_task(t, w, t->poisoned.load(std::memory_order_relaxed));
+  end_task(t, w, t->poisoned.load(std::memory_order_relaxed), false);
 }
 
 dataflow_event::~dataflow_event() {
@@ -889,6 +1136,8 @@ dataflow::dataflow() : group_(), runtime_(&detail::group_access::runtime_of(grou
 dataflow::dataflow(runtime& rt) : group_(rt), runtime_(&detail::group_access::runtime_of(group_)) { construct(); }
 
 void dataflow::construct() {
+  throttle_ = throttle_limit();
+  set_locality(default_locality());
   spawner_ = detail::thread_token();
   detail::df_task* cur = tl_current;
   spawner_task_ = cur;
@@ -950,6 +1199,13 @@ dataflow::~dataflow() noexcept(false) {
     error = std::current_exception();
   }
   if (error && std::uncaught_exceptions() == 0) std::rethrow_exception(error);
+}
+
+void dataflow::set_locality(dataflow_locality l) noexcept {
+  // Relaxed: a hint that tasks read when they become ready; set from the
+  // scope's frame, between spawns (a task readied meanwhile goes either way).
+  grain_.measured.store(l == dataflow_locality::automatic, std::memory_order_relaxed);
+  grain_.keep_local.store(l == dataflow_locality::keep, std::memory_order_relaxed);
 }
 
 void dataflow::record_graph(bool on) {

@@ -31,6 +31,7 @@ namespace detail {
 
 struct df_task;
 struct df_group_info;
+struct df_scope_access;  // src/dataflow/dataflow.cpp: the engine's view of a scope
 struct df_access_desc;  // dataflow.hpp: one argument of spawn, described
 
 // Type-erased operations of one reduction type (Op, T). Its address tells
@@ -152,6 +153,20 @@ struct df_task : group_task_base {
   // Runs the callable (not the dependency work); destroys it.
   void (*body)(df_task*, worker&);
   void (*destroy)(df_task*) noexcept;
+};
+
+// What a scope has measured of its tasks on the worker that spawns them, to
+// decide whether handing them to other workers can pay (src/dataflow/
+// dataflow.cpp, "Locality"): moving averages in cycle-counter ticks
+// (relaxed: estimates; a lost update is a lost sample). On a line of their
+// own, away from the registration table the spawner writes.
+struct alignas(cache_line) df_grain {
+  std::atomic<std::uint32_t> body{0};      // a task's body
+  std::atomic<std::uint32_t> overhead{0};  // the runtime's work around it (its end)
+  // The bodies are shorter than the work around them: ready tasks stay on
+  // the worker that readied them.
+  std::atomic<bool> keep_local{false};
+  std::atomic<bool> measured{true};  // automatic (else set_locality fixed keep_local)
 };
 
 // The registration table of a scope: first address -> last access, owned by

@@ -76,12 +76,28 @@ class split_deque {
     return pop_shared();
   }
 
+  // Keeps t for the owner alone: pop_any() returns it (kept tasks first, the
+  // newest first), and no thief ever sees it. For ready tasks too short to
+  // be worth another core (a model's choice, such as data-flow's locality):
+  // every loop that takes the owner's pool work (its idle loop, its waits)
+  // still finds them, and nothing bounds how many are kept. Linked through
+  // queued_task::next.
+  void keep(queued_task* t) noexcept {
+    t->next = kept_;
+    kept_ = t;
+  }
+
   // Takes the newest task that no thief has, or nullptr when none is left.
   // Answers a thief's request to share first: a loop that pops many tasks
   // without pushing (a group's wait over leaf tasks) would otherwise leave
   // the thief waiting until the loop ends.
   task* pop_any() noexcept {
     share_if_asked();
+    if (MOTE_UNLIKELY(kept_ != nullptr)) {
+      queued_task* t = kept_;
+      kept_ = t->next;
+      return t;
+    }
     while (head_ > 0) {
       // Read before the pop: when the pop succeeds nobody touched this slot
       // (a thief that took it would have made the pop fail), so this is the
@@ -93,7 +109,7 @@ class split_deque {
   }
 
   std::uint32_t depth() const noexcept { return head_; }
-  bool empty() const noexcept { return head_ == 0; }
+  bool empty() const noexcept { return head_ == 0 && kept_ == nullptr; }
 
   // Shares half of the private part if thieves asked for work. For loops that
   // pop many tasks without pushing, so that requests are still answered.
@@ -151,6 +167,7 @@ class split_deque {
   std::uint32_t split_ = 0;                     // the owner's copy of split
   std::uint32_t capacity_;
   std::atomic<task*>* slots_;
+  queued_task* kept_ = nullptr;  // keep(): the owner's alone, newest first
   runtime_impl* runtime_;
   deque_counts counts_;
 };

@@ -51,7 +51,9 @@ struct task {
 // allocates: a task readied where nothing may throw (the end of a
 // data-flow task's predecessor, the last step of a spawn) always finds room.
 struct queued_task : task {
-  // Written and read under the injection queue's mutex only.
+  // The link of the one list the task is in while it waits: the injection
+  // queue's (under its mutex), or a pool's kept tasks (split_deque::keep,
+  // owner only).
   queued_task* next;
 };
 

@@ -44,9 +44,21 @@ class task_cache {
   static constexpr std::size_t kSmallest = 64;
   static constexpr int kClasses = 5;  // 64, 128, 256, 512 and 1024 bytes
   static constexpr std::size_t kLargest = kSmallest << (kClasses - 1);
-  // Blocks kept per class; more are returned to the system allocator. A
-  // worker that runs what others spawn (a thief) would otherwise hoard them.
+  // Blocks kept per class at first; more are returned to the system
+  // allocator. A worker that runs what others spawn (a thief) would
+  // otherwise hoard them. Each block the owner has to take from the system
+  // raises its class's limit by one, up to kKeepBytes of blocks: a spawner
+  // whose tasks are alive by the tens of thousands at once (a data-flow
+  // graph spawned ahead) keeps what its peak needed, instead of paying
+  // operator new and delete for every block above the first limit, every
+  // time. What others free into this cache does not raise it.
   static constexpr std::uint32_t kKeep = 16384;
+  static constexpr std::size_t kKeepBytes = std::size_t{32} << 20;
+  static constexpr std::uint32_t keep_max(int cls) noexcept {
+    return static_cast<std::uint32_t>(kKeepBytes / size_of(cls)) > kKeep
+               ? static_cast<std::uint32_t>(kKeepBytes / size_of(cls))
+               : kKeep;
+  }
 
   // The class of a record of `bytes`; kClasses when it is too large.
   static constexpr int class_of(std::size_t bytes) noexcept {
@@ -74,6 +86,7 @@ class task_cache {
       --count_[cls];
       return b;
     }
+    if (keep_[cls] < keep_max(cls)) ++keep_[cls];
 #endif
     return ::operator new(size_of(cls));
   }
@@ -81,7 +94,7 @@ class task_cache {
   // that class's size). Owner only.
   void give(void* p, int cls) noexcept {
 #if MOTE_TASK_CACHE
-    if (count_[cls] < kKeep) {
+    if (count_[cls] < keep_[cls]) {
       auto* b = static_cast<free_block*>(p);
       b->next = head_[cls];
       head_[cls] = b;
@@ -130,6 +143,7 @@ class task_cache {
 
   free_block* head_[kClasses] = {};
   std::uint32_t count_[kClasses] = {};
+  std::uint32_t keep_[kClasses] = {kKeep, kKeep, kKeep, kKeep, kKeep};
   batch outgoing_[kClasses];
   // Read by the caches that send blocks here; written once, at construction,
   // so it shares the line that only they and reclaim() write, not the
