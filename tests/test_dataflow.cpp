@@ -1237,7 +1237,8 @@ void check_fates(const std::vector<rtask>& tasks, const world& got, std::uint64_
 // fault_rate: the share of spawns with a fault point armed.
 void random_graphs(unsigned num_workers, double throw_rate, bool from_outside, int rounds,
                    mote::scheduler_policy policy = mote::scheduler_policy::work_stealing,
-                   double fault_rate = 0) {
+                   double fault_rate = 0,
+                   mote::dataflow_locality locality = mote::dataflow_locality::automatic) {
   mote::runtime_options options = workers(num_workers);
   options.scheduler = policy;
   mote::runtime rt(options);
@@ -1258,6 +1259,7 @@ void random_graphs(unsigned num_workers, double throw_rate, bool from_outside, i
     bool got_throw = false;
     auto run = [&] {
       mote::dataflow df(rt);
+      df.set_locality(locality);
       spawn_all(df, got, program);
       hang_guard guard("the wait of a random program, seed " + std::to_string(seed));
       try {
@@ -1309,6 +1311,23 @@ TEST(DataflowRandom, FaultsInSpawnFromAThreadOutsideTheRuntime) {
                 mote::scheduler_policy::work_stealing, 0.2);
 }
 
+// Ready tasks kept on the worker that readied them (no thief sees them), and
+// always shared: the same programs, the same answers.
+constexpr auto kKeep = mote::dataflow_locality::keep;
+constexpr auto kShare = mote::dataflow_locality::share;
+constexpr auto kStealing = mote::scheduler_policy::work_stealing;
+TEST(DataflowRandom, KeptLocal) { random_graphs(2, 0.0, false, static_cast<int>(scaled(200, 5)), kStealing, 0, kKeep); }
+TEST(DataflowRandom, KeptLocalFromAThreadOutsideTheRuntime) {
+  random_graphs(2, 0.01, true, static_cast<int>(scaled(60, 4)), kStealing, 0, kKeep);
+}
+TEST(DataflowRandom, KeptLocalOversubscribedWithFailures) {
+  random_graphs(4, 0.03, false, static_cast<int>(scaled(60, 4)), kStealing, 0, kKeep);
+}
+TEST(DataflowRandom, KeptLocalFaultsInSpawn) {
+  random_graphs(2, 0.01, false, static_cast<int>(scaled(60, 4)), kStealing, 0.2, kKeep);
+}
+TEST(DataflowRandom, Shared) { random_graphs(2, 0.01, false, static_cast<int>(scaled(200, 5)), kStealing, 0, kShare); }
+
 // The same under the delegation scheduler (SPSC add-queues, one ready queue
 // behind a delegation lock).
 constexpr auto kDelegation = mote::scheduler_policy::delegation;
@@ -1329,6 +1348,12 @@ TEST(DataflowRandomDelegation, FaultsInSpawn) {
 }
 TEST(DataflowRandomDelegation, FaultsInSpawnFromAThreadOutsideTheRuntime) {
   random_graphs(2, 0.01, true, static_cast<int>(scaled(60, 5)), kDelegation, 0.2);
+}
+TEST(DataflowRandomDelegation, KeptLocal) {
+  random_graphs(2, 0.01, false, static_cast<int>(scaled(100, 4)), kDelegation, 0, kKeep);
+}
+TEST(DataflowRandomDelegation, KeptLocalFromAThreadOutsideTheRuntime) {
+  random_graphs(2, 0.01, true, static_cast<int>(scaled(60, 4)), kDelegation, 0, kKeep);
 }
 
 }  // namespace
@@ -1465,4 +1490,161 @@ TEST(DataflowEvents, ATaskThatThrowsAfterOpeningAnEventFailsWhenItIsFulfilled) {
   EXPECT_THROW(df.wait(), std::runtime_error);
   EXPECT_FALSE(successor_ran);
   EXPECT_TRUE(other_ran);
+}
+
+// ---- Locality and the throttle ---------------------------------------------------------
+
+namespace {
+
+// 64 chains of `length` inout tasks, spawned level by level (as the benchmark
+// suite's chains do); each task checks that it finds its predecessor's value
+// and records the worker it ran on.
+struct chain_run {
+  static constexpr int kChains = 64;
+  struct alignas(64) cell {
+    long value = 0;
+  };
+  std::vector<cell> cells = std::vector<cell>(kChains);
+  std::vector<int> ran_on;
+  std::atomic<long> out_of_order{0};
+  std::atomic<long> ran_before_spawning_ended{0};
+  std::atomic<bool> spawning{true};
+
+  void spawn(mote::dataflow& df, int length) {
+    ran_on.assign(static_cast<std::size_t>(kChains) * length, -2);
+    for (int k = 0; k < length; ++k) {
+      for (int c = 0; c < kChains; ++c) {
+        cell* x = &cells[c];
+        int* where = &ran_on[static_cast<std::size_t>(k) * kChains + c];
+        df.spawn(mote::inout(*x), [this, x, k, where] {
+          if (x->value != k) out_of_order.fetch_add(1, std::memory_order_relaxed);
+          x->value = k + 1;
+          *where = mote::runtime::current_worker_index();
+          if (spawning.load(std::memory_order_relaxed)) ran_before_spawning_ended.fetch_add(1, std::memory_order_relaxed);
+        });
+      }
+    }
+    spawning.store(false, std::memory_order_relaxed);
+  }
+  bool complete(int length) const {
+    for (const cell& c : cells) {
+      if (c.value != length) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST(DataflowLocality, AScopeThatKeepsRunsEveryTaskOnTheSpawnersWorker) {
+  mote::runtime rt(workers(2));
+  for (int round = 0; round < 3; ++round) {
+    chain_run run;
+    int spawner = -1;
+    rt.run([&] {
+      spawner = mote::runtime::current_worker_index();
+      mote::dataflow df;
+      df.set_locality(mote::dataflow_locality::keep);
+      run.spawn(df, 200);
+      df.wait();
+    });
+    EXPECT_TRUE(run.complete(200));
+    EXPECT_EQ(run.out_of_order.load(), 0);
+    // Nothing was ever in a place another worker looks.
+    for (int where : run.ran_on) ASSERT_EQ(where, spawner);
+  }
+}
+
+TEST(DataflowLocality, AChainMigratesToAWorkerThatAsksWhenTheScopeShares) {
+  // One chain of tasks long enough (about 20 us each) that the idle worker
+  // asks while it runs; under `share` the task that the end readies goes to
+  // the asked pool, where the idle worker takes it. Links are added until a
+  // task has run on the other worker, for at most about 20 s.
+  mote::runtime rt(workers(2));
+  long x = 0;
+  std::atomic<int> elsewhere{0};
+  int spawner = -1;
+  long spawned = 0;
+  rt.run([&] {
+    spawner = mote::runtime::current_worker_index();
+    mote::dataflow df;
+    df.set_locality(mote::dataflow_locality::share);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (elsewhere.load() == 0 && std::chrono::steady_clock::now() < until) {
+      for (int k = 0; k < 100; ++k, ++spawned) {
+        df.spawn(mote::inout(x), [&, k] {
+          const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+          while (std::chrono::steady_clock::now() < end) {
+          }
+          ++x;
+          if (mote::runtime::current_worker_index() != spawner) elsewhere.fetch_add(1);
+          (void)k;
+        });
+      }
+      df.wait();
+    }
+  });
+  EXPECT_EQ(x, spawned);
+  EXPECT_GT(elsewhere.load(), 0) << "no task of the chain ran on the idle worker";
+}
+
+TEST(DataflowLocality, TheThrottleRunsTasksWhileTheSpawnerIsFarAhead) {
+  // One worker: without the throttle nothing could run before the wait. 64
+  // chains of 200 (12 800 tasks, more than the 4096 the throttle allows
+  // pending) must run in order, some of them before the spawning ends.
+  mote::runtime rt(workers(1));
+  chain_run run;
+  rt.run([&] {
+    mote::dataflow df;
+    run.spawn(df, 200);
+    df.wait();
+  });
+  EXPECT_TRUE(run.complete(200));
+  EXPECT_EQ(run.out_of_order.load(), 0);
+  EXPECT_GT(run.ran_before_spawning_ended.load(), 0);
+}
+
+TEST(DataflowLocality, ChainsRunInOrderUnderEveryModeAndFromOutside) {
+  for (unsigned n : {1u, 2u, 4u}) {
+    mote::runtime rt(workers(n));
+    for (auto l : {mote::dataflow_locality::automatic, kKeep, kShare}) {
+      for (bool outside : {false, true}) {
+        chain_run run;
+        auto body = [&] {
+          mote::dataflow df(rt);
+          df.set_locality(l);
+          run.spawn(df, 100);
+          df.wait();
+        };
+        if (outside) {
+          body();
+        } else {
+          rt.run(body);
+        }
+        EXPECT_TRUE(run.complete(100)) << n << " workers, mode " << static_cast<int>(l) << ", outside " << outside;
+        EXPECT_EQ(run.out_of_order.load(), 0);
+      }
+    }
+  }
+}
+
+TEST(DataflowLocalityDeathTest, BadSettingsNameTheirVariable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto expect_error = [](const char* var, const char* value, const char* message) {
+    EXPECT_EXIT(
+        {
+          setenv(var, value, 1);
+          try {
+            mote::runtime rt(workers(1));
+            mote::dataflow df(rt);
+          } catch (const mote::config_error& e) {
+            std::fprintf(stderr, "%s\n", e.what());
+            std::exit(std::string(e.what()).find(var) == 0 ? 0 : 2);
+          }
+          std::exit(1);
+        },
+        ::testing::ExitedWithCode(0), message);
+  };
+  expect_error("MOTE_DATAFLOW_THROTTLE", "lots", "MOTE_DATAFLOW_THROTTLE: expected a number of tasks");
+  expect_error("MOTE_DATAFLOW_LOCALITY", "nearby", "MOTE_DATAFLOW_LOCALITY: expected auto, keep or share");
 }

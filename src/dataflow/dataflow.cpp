@@ -146,30 +146,33 @@ constinit thread_local detail::df_task* tl_current __attribute__((tls_model("ini
 
 // ---- Locality: ready tasks kept on their worker -----------------------------
 //
-// A scope whose tasks' bodies are shorter than the runtime's own work per
-// task keeps its ready tasks on the worker that readied them: the first one
-// a task's end readies runs next there (the immediate successor), the others
-// wait among its pool's kept tasks (split_deque::keep), which no thief sees
-// and every loop that takes the worker's pool work finds (its idle loop, its
-// waits, the spawner's throttle).
-// Handing such a task to another core cannot pay: the task's record and its
-// accesses' lines were written here, and moving them costs a core-to-core
-// transfer each (50 to 600 ns on the machines of the benchmark report), more
-// than the whole task costs where it is; the spawner's next link then pulls
-// the access's line back. Both figures are measured on the spawning worker,
-// one task in kSampleEvery (two more reads of the cycle counter), so the
-// decision follows the tasks as they change. Tasks run elsewhere are not
-// sampled: their times are dominated by what waking and stealing cost at
-// that moment, not by the tasks (docs/dataflow.md, "Locality", has figures).
-constexpr std::uint32_t kSampleEvery = 16;
+// A scope in `keep` mode keeps its ready tasks on the worker that readied
+// them: the first one a task's end readies runs next there (the immediate
+// successor), the others wait among its pool's kept tasks
+// (split_deque::keep), which no thief sees and every loop that takes the
+// worker's pool work finds (its idle loop, its waits, the spawner's
+// throttle). In `share` mode they go to the pool, which shares them when an
+// idle worker asks, and the immediate successor is kept only while nobody
+// asks.
+//
+// Which one pays is measured, as the hand-off itself costs: on two cores
+// the tasks of a fine-grained scope that another worker runs move their
+// record's and accesses' lines across (the spawner wrote them), and the
+// spawner's next link pulls an access's line back, a core-to-core transfer
+// each (50 to 600 ns on the machine of the benchmark report); whether the
+// other worker's help is worth that depends on the tasks, the graph and the
+// round trip of the hour. So the scope's spawner, on a worker, times its
+// own progress: the cycle-counter ticks per window of kWindow spawns (its
+// registrations, and the tasks its throttle runs while the others run the
+// rest), one window in each mode, then the faster mode, with one window of
+// the other every kProbeWindows to follow changes. A new scope starts in
+// the mode that the last scope of the same tasks ended in (kind_memory).
+constexpr std::uint64_t kWindow = 4096;
+constexpr std::uint32_t kProbeWindows = 8;
 
-constinit thread_local std::uint32_t tl_until_sample __attribute__((tls_model("initial-exec"))) = 1;
-
-// The last decision taken for each kind of task (its function, or its name),
-// so that a new scope of the same tasks starts where the last one ended
-// instead of handing its first few thousand tasks out while it measures.
-// Direct-mapped, racy by design (relaxed): a wrong entry is a wrong first
-// guess, which the scope's own samples correct.
+// The mode that the last scope of each kind of task (its function, or its
+// name) ended in. Direct-mapped, racy by design (relaxed): a wrong entry is a
+// wrong first guess, which the scope's own windows correct.
 struct kind_memory {
   static constexpr unsigned kEntries = 256;
   std::atomic<const void*> what[kEntries] = {};
@@ -189,22 +192,6 @@ struct kind_memory {
   }
 };
 constinit kind_memory kinds;
-
-// A moving average over about eight samples; a sample moves it at most 4x up
-// (a preemption inside a timed run is not the task's length).
-void add_sample(std::atomic<std::uint32_t>& avg, std::uint64_t ticks) noexcept {
-  const std::uint32_t old = avg.load(std::memory_order_relaxed);
-  if (ticks > 0xffffffffu) ticks = 0xffffffffu;
-  std::uint32_t now;
-  if (old == 0) {
-    now = static_cast<std::uint32_t>(ticks != 0 ? ticks : 1);
-  } else {
-    if (ticks > 4ull * old) ticks = 4ull * old;
-    now = static_cast<std::uint32_t>((7ull * old + ticks) / 8);
-    if (now == 0) now = 1;
-  }
-  avg.store(now, std::memory_order_relaxed);
-}
 
 mailbox& my_mailbox() {
   if (MOTE_UNLIKELY(tl_mailbox == nullptr)) {
@@ -368,11 +355,6 @@ struct engine {
   // in this cache), unless a thief has asked this worker for work.
   // nullptr `successor_slot`: none kept (registration, a fulfil elsewhere).
   df_task** successor_slot = nullptr;
-  // A sampled end: the ticks spent handing tasks to the scheduler, whose
-  // hand-off may wake a worker (a system call that is not the task's cost,
-  // so it is left out of the sample).
-  bool timing = false;
-  std::uint64_t scheduling_ticks = 0;
 
   // Delivers m and everything it leads to, until the box is empty.
   void post(const message& m) { box.push(m); }
@@ -532,33 +514,34 @@ void engine::ready(df_task* t) noexcept {
     }
     if (!ok) return;  // waits in a token's list
   }
-  // The first task that a task's end readies runs next on this worker,
-  // without a trip through the pool, unless a thief is asking this worker
-  // for work (then it goes to the pool, whose next push shares). Not under
-  // delegation, whose queue decides where every ready task goes.
-  if (w != nullptr && rt->num_workers() > 1 && df_scope_access::grain(*t->scope).keep_local.load(std::memory_order_relaxed)) {
-    if (successor_slot != nullptr && *successor_slot == nullptr) {
-      *successor_slot = t;
-    } else {
-      w->pool().keep(t);
-    }
-    return;
-  }
-  if (successor_slot != nullptr && *successor_slot == nullptr && !w->pool().asked()) {
+  // The last task that a task's end readies runs next on this worker (the
+  // immediate successor: the order the pool's newest-first pops would give),
+  // without a trip through the pool, unless the scope shares its tasks and a
+  // thief is asking this worker for work (then it goes to the pool, whose
+  // next push shares). The one it displaces goes on. Not under delegation,
+  // whose queue decides where every ready task goes (successor_slot is then
+  // nullptr).
+  const bool keep = w != nullptr && rt->num_workers() > 1 &&
+                    df_scope_access::grain(*t->scope).keep_local.load(std::memory_order_relaxed);
+  if (successor_slot != nullptr && (keep || !w->pool().asked())) {
+    df_task* displaced = *successor_slot;
     *successor_slot = t;
+    if (displaced == nullptr) return;
+    t = displaced;
+  }
+  if (keep) {
+    w->pool().keep(t);  // no thief sees it; this worker's pool pops find it
     return;
   }
   // Under work stealing: this worker's pool (a chain stays where its data is
   // warm, and an idle worker steals it). Only the spawning thread readies
   // tasks from outside the runtime, and submit() throws only in a forked
   // child or without memory.
-  const std::uint64_t t0 = MOTE_UNLIKELY(timing) ? cycle_clock() : 0;
   try {
     rt->schedule(t, w);
   } catch (...) {
     std::abort();
   }
-  if (MOTE_UNLIKELY(timing)) scheduling_ticks += cycle_clock() - t0;
 }
 
 void give_tokens(df_task* t, engine& e) noexcept {
@@ -734,6 +717,41 @@ bool overlaps(const char* lo, std::size_t size, const char* plo, std::size_t psi
 
 }  // namespace
 
+namespace {
+
+// The locality windows (above, "Locality"), at every 64th spawn of the
+// scope's owner: `spawned` spawns so far, `what` the kind of the last one.
+void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what) noexcept {
+  const std::uint64_t now = detail::cycle_clock();
+  if (spawned == 64) {
+    // The first look: start in the mode the last scope of these tasks ended
+    // in, and time from here.
+    g.keep_local.store(kinds.kept(what), std::memory_order_relaxed);
+    g.window_start = now;
+    return;
+  }
+  if (spawned % kWindow != 0) return;
+  // Relaxed, keep_local: the owner's own decision; the workers read it as a
+  // hint when they ready a task.
+  const int mode = g.keep_local.load(std::memory_order_relaxed) ? 1 : 0;
+  const std::uint64_t ticks = now - g.window_start;
+  g.cost[mode] = g.cost[mode] == 0 ? ticks : (3 * g.cost[mode] + ticks) / 4;
+  int next;
+  if (g.cost[1 - mode] == 0) {
+    next = 1 - mode;  // the other mode's first window
+  } else if (--g.until_probe == 0) {
+    g.until_probe = kProbeWindows;
+    next = g.cost[0] <= g.cost[1] ? 1 : 0;  // one window of the slower mode
+  } else {
+    next = g.cost[1] < g.cost[0] ? 1 : 0;
+  }
+  g.keep_local.store(next == 1, std::memory_order_relaxed);
+  kinds.note(what, g.cost[1] < g.cost[0] || (g.cost[0] == 0 && next == 1));
+  g.window_start = detail::cycle_clock();
+}
+
+}  // namespace
+
 void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, std::uint32_t n) {
   if (MOTE_UNLIKELY(!in_spawning_frame(df.spawner_, df.spawner_task_, df.spawner_group_,
                                        df.spawner_loop_depth_))) {
@@ -873,12 +891,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   t->blocked.store(static_cast<std::int32_t>(counted) + 1, std::memory_order_relaxed);
   t->live.store(static_cast<std::int32_t>(counted) + 1, std::memory_order_relaxed);
   t->local = group_access::count_in(g, w);
-  if (MOTE_UNLIKELY(df.spawned_since_wait_++ == 0) && df.grain_.measured.load(std::memory_order_relaxed) &&
-      df.grain_.body.load(std::memory_order_relaxed) == 0 && kinds.kept(t->trace_what)) {
-    // A scope that has measured nothing yet starts as the last one of the
-    // same tasks ended. Relaxed: a hint (set_locality's argument).
-    df.grain_.keep_local.store(true, std::memory_order_relaxed);
-  }
+  ++df.spawned_since_wait_;
   const std::uint64_t node_id = graph != nullptr ? graph->add_task(*t) : 0;
 
   engine e{w, df.runtime_, w != nullptr ? w->trace() : nullptr, my_mailbox()};
@@ -916,11 +929,14 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   // (this thread now, or the last predecessor to finish) readies the task.
   const std::int32_t drop = satisfied_now + 1;
   if (t->blocked.fetch_sub(drop, std::memory_order_acq_rel) == drop) e.ready(t);
-  // Throttle, every 64 spawns (the count's shared half is read then only):
-  // the owner far ahead of its tasks runs ready ones from its pool until half
-  // the limit is left, or nothing is ready here. It never waits: tasks
-  // blocked elsewhere are left to their predecessors.
+  // Every 64 spawns on the scope's own worker (the count's shared half is
+  // read then only): the locality windows, then the throttle: the owner far
+  // ahead of its tasks runs ready ones from its pool until half the limit is
+  // left, or nothing is ready here. It never waits: tasks blocked elsewhere
+  // are left to their predecessors.
   if (MOTE_UNLIKELY((df.spawned_since_wait_ & 63) == 0) && w != nullptr && w == group_access::owner(g)) {
+    if (df.grain_.measured.load(std::memory_order_relaxed) && w->runtime().num_workers() > 1)
+      next_window(df.grain_, df.spawned_since_wait_, t->trace_what);
     const std::uint32_t limit = df.throttle_;
     if (limit != 0 && group_access::pending_for_owner(g) > limit) {
       while (group_access::pending_for_owner(g) > limit / 2) {
@@ -935,26 +951,6 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
 // ---- Running a task -------------------------------------------------------------
 
 namespace {
-
-// A timed task on the worker that spawned it: `body` ticks in its body,
-// `total` with its end. Keeps the scope's tasks local while a body is shorter
-// than the runtime's work around it (with a margin of a quarter before
-// handing them out again: near the crossover both cost about the same, and
-// the estimates are noisy).
-void note_sample(detail::df_grain& g, const void* what, std::uint64_t body, std::uint64_t total,
-                 bool others) noexcept {
-  if (!g.measured.load(std::memory_order_relaxed)) return;
-  add_sample(g.body, body);
-  add_sample(g.overhead, total > body ? total - body : 1);
-  const std::uint32_t b = g.body.load(std::memory_order_relaxed);
-  const std::uint32_t ov = g.overhead.load(std::memory_order_relaxed);
-  const bool was = g.keep_local.load(std::memory_order_relaxed);
-  // With no other worker there is nothing to decide (and nobody else would
-  // run a kept task).
-  const bool keep = others && (was ? b < ov + ov / 4 : b < ov);
-  if (keep != was) g.keep_local.store(keep, std::memory_order_relaxed);
-  if (others) kinds.note(what, keep);
-}
 
 }  // namespace
 
@@ -974,8 +970,7 @@ namespace {
 // on the calling thread (w: its worker of the scope's runtime, or nullptr):
 // give back its tokens, send C (and F) to each access, drop the body's share
 // of `live`, count it down in the group.
-detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bool keep_successor,
-                          std::uint64_t* scheduling_ticks = nullptr) noexcept {
+detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bool keep_successor) noexcept {
   using namespace detail;
   task_group& g = *t->group;
   const bool counted_by_owner = t->local && w != nullptr && w == group_access::owner(g);
@@ -983,7 +978,6 @@ detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bo
   e.ending = t;
   df_task* next = nullptr;
   if (keep_successor) e.successor_slot = &next;
-  e.timing = scheduling_ticks != nullptr;
   if (MOTE_UNLIKELY(t->commutative)) give_tokens(t, e);
   // Finish every access: C (and F), delivered one by one with what follows.
   const std::uint32_t done = kComplete | (failed ? kFailed : 0);
@@ -1005,7 +999,6 @@ detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bo
   } else {
     group_access::finish_remote(g);
   }
-  if (scheduling_ticks != nullptr) *scheduling_ticks = e.scheduling_ticks;
   return next;
 }
 
@@ -1035,15 +1028,6 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
   // ordered after it by the fetch_sub below.
   t->events.store(1, std::memory_order_relaxed);
   // Relaxed: as in a task_group task, cancellation is a request.
-  // One task in kSampleEvery is timed (on workers of a runtime with others
-  // to hand tasks to): its body, and its body and end together, on the
-  // worker that spawned it or on another.
-  const bool sampled = t->home == &w.cache() && --tl_until_sample == 0;
-  std::uint64_t t0 = 0;
-  std::uint64_t t1 = 0;
-  if (MOTE_UNLIKELY(sampled)) {
-    t0 = cycle_clock();
-  }
   if (!failed && (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled())) {
     const std::uint32_t level = w.enter_group(&g);
     df_task* outer = tl_current;
@@ -1057,7 +1041,6 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
     tl_current = outer;
     w.leave_group(level);
   }
-  if (MOTE_UNLIKELY(sampled)) t1 = cycle_clock();
   t->destroy(t);  // the callable; the record stays until its accesses are final
   if (failed) t->poisoned.store(true, std::memory_order_relaxed);  // read by the last event's end
   // acq_rel: the thread that ends the task (the last of the body and the
@@ -1067,16 +1050,7 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
       t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) {
     return nullptr;  // the last event's fulfil ends it
   }
-  if (MOTE_LIKELY(!sampled)) return end_task(t, &w, failed, !w.delegating());
-  tl_until_sample = kSampleEvery;
-  df_grain& grain = df_scope_access::grain(*t->scope);
-  std::uint64_t scheduling = 0;
-  const void* what = t->trace_what;  // read before the end may free the record
-  df_task* next = end_task(t, &w, failed, !w.delegating(), &scheduling);
-  const std::uint64_t total = cycle_clock() - t0;
-  note_sample(grain, what, t1 - t0, total > scheduling ? total - scheduling : 0,
-              w.runtime().num_workers() > 1);
-  return next;
+  return end_task(t, &w, failed, !w.delegating());
 }
 
 }  // namespace

@@ -155,18 +155,22 @@ struct df_task : group_task_base {
   void (*destroy)(df_task*) noexcept;
 };
 
-// What a scope has measured of its tasks on the worker that spawns them, to
-// decide whether handing them to other workers can pay (src/dataflow/
-// dataflow.cpp, "Locality"): moving averages in cycle-counter ticks
-// (relaxed: estimates; a lost update is a lost sample). On a line of their
-// own, away from the registration table the spawner writes.
+// The locality of a scope's ready tasks (src/dataflow/dataflow.cpp,
+// "Locality"): whether they stay on the worker that readied them, and what
+// the scope's owner measured to decide it. On a line of its own, away from
+// the registration table the spawner writes.
 struct alignas(cache_line) df_grain {
-  std::atomic<std::uint32_t> body{0};      // a task's body
-  std::atomic<std::uint32_t> overhead{0};  // the runtime's work around it (its end)
-  // The bodies are shorter than the work around them: ready tasks stay on
-  // the worker that readied them.
+  // Ready tasks stay on the worker that readied them. Written by the owner,
+  // read by every worker that readies a task (relaxed: a hint).
   std::atomic<bool> keep_local{false};
-  std::atomic<bool> measured{true};  // automatic (else set_locality fixed keep_local)
+  // Automatic (else set_locality fixed keep_local). Relaxed: a setting.
+  std::atomic<bool> measured{true};
+  // The owner's alone: when the current window began, and the moving average
+  // of a window's ticks in each mode (0: share, 1: keep; 0 ticks: not
+  // measured yet), windows until the next probe of the slower mode.
+  std::uint64_t window_start = 0;
+  std::uint64_t cost[2] = {0, 0};
+  std::uint32_t until_probe = 8;
 };
 
 // The registration table of a scope: first address -> last access, owned by
