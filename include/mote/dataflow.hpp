@@ -406,7 +406,6 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
   t->tag = block.tag;
   t->home = block.home;
   t->body = &record::run_body;
-  t->destroy = &record::destroy_record;
   t->trace_what = what;
   t->trace_named = named;
   try {

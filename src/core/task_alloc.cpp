@@ -7,14 +7,14 @@ namespace mote::detail {
 
 task_cache::~task_cache() {
   // The caches of a domain end together, once no owner gives any more:
-  // blocks still in a batch or on a return stack are ordinary operator-new
-  // memory of their class's size, freed here wherever they came from.
+  // blocks still in a batch or on a return stack are blocks of their class
+  // (new_block), freed here wherever they came from.
   for (int c = 0; c < kClasses; ++c) {
     free_block* lists[2] = {head_[c], outgoing_[c].head};
     for (free_block* b : lists) {
       while (b != nullptr) {
         free_block* next = b->next;
-        ::operator delete(b);
+        delete_block(b);
         b = next;
       }
     }
@@ -25,7 +25,7 @@ task_cache::~task_cache() {
       free_block* below = stack->next_batch;
       for (free_block* b = stack; b != nullptr;) {
         free_block* next = b->next;
-        ::operator delete(b);
+        delete_block(b);
         b = next;
       }
       stack = below;

@@ -1006,6 +1006,15 @@ detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bo
 
 namespace {
 
+// Ends the callable's lifetime (the rest of the record is trivially
+// destructible). body(t, nullptr) only destroys, and a destructor that
+// throws ends the program, as it would anywhere in a noexcept path.
+void destroy_callable(detail::df_task* t) noexcept { t->body(t, nullptr); }
+
+}  // namespace
+
+namespace {
+
 // One data-flow task on worker w: its body, then its end unless an event
 // holds it. Returns the immediate successor that its end readied, or nullptr.
 detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
@@ -1033,7 +1042,7 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
     df_task* outer = tl_current;
     tl_current = t;
     try {
-      t->body(t, w);
+      t->body(t, &w);
     } catch (...) {
       group_access::record_exception_only(g, std::current_exception());
       failed = true;
@@ -1041,7 +1050,7 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
     tl_current = outer;
     w.leave_group(level);
   }
-  t->destroy(t);  // the callable; the record stays until its accesses are final
+  destroy_callable(t);  // the record stays until its accesses are final
   if (failed) t->poisoned.store(true, std::memory_order_relaxed);  // read by the last event's end
   // acq_rel: the thread that ends the task (the last of the body and the
   // events) sees what the others did before their count-down (the body's

@@ -150,9 +150,11 @@ struct df_task : group_task_base {
   std::uint64_t trace_id;     // MOTE_TRACE: flow arrows
   const void* trace_what;     // the task's function (or name) for the trace
   bool trace_named;
-  // Runs the callable (not the dependency work); destroys it.
-  void (*body)(df_task*, worker&);
-  void (*destroy)(df_task*) noexcept;
+  // With a worker: runs the callable (not the dependency work), and may
+  // throw what it throws. With nullptr: destroys the callable (never
+  // throws). One pointer for both keeps a one-access record of a small
+  // callable within three cache lines.
+  void (*body)(df_task*, worker*);
 };
 
 // The locality of a scope's ready tasks (src/dataflow/dataflow.cpp,
@@ -230,18 +232,19 @@ struct df_record final : df_task {
   template <class G>
   df_record(from_callable, G&& g) : fn(std::forward<G>(g)) {}
 
-  static void run_body(df_task* base, worker& w) {
+  static void run_body(df_task* base, worker* w) {
     auto* self = static_cast<df_record*>(base);
-    call(self, w, std::index_sequence_for<A...>{});
+    if (w == nullptr) {
+      std::destroy_at(&self->fn);
+      return;
+    }
+    call(self, *w, std::index_sequence_for<A...>{});
   }
   template <std::size_t... I>
   static void call(df_record* self, worker& w, std::index_sequence<I...>) {
     auto args = std::tuple_cat(reduction_arg<I, A>(self->accesses, w)...);
     std::apply(self->fn, args);
   }
-  // Ends the callable's lifetime; the rest of the record is trivially
-  // destructible and stays until its accesses are final.
-  static void destroy_record(df_task* base) noexcept { std::destroy_at(&static_cast<df_record*>(base)->fn); }
 };
 
 // The compiled side of spawn (src/dataflow/dataflow.cpp).
