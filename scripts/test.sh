@@ -48,9 +48,13 @@ stage_tsan() {
   # whole programs with many regions each, and four runs of each would
   # double the stage.
   local status=0
-  "${norandom[@]}" ctest --test-dir "$root/build/tsan" --output-on-failure -j "$jobs" -LE 'install|omp' \
+  "${norandom[@]}" ctest --test-dir "$root/build/tsan" --output-on-failure -j "$jobs" -LE 'install|omp|mpi' \
     --repeat until-fail:4 || status=1
   "${norandom[@]}" ctest --test-dir "$root/build/tsan" --output-on-failure -j "$jobs" -L omp || status=1
+  # The MPI tests (label mpi, under mpiexec), twice, with the suppressions for
+  # Open MPI's own internals (it is not built with TSan).
+  TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$root/tests/mpi/tsan.supp" "${norandom[@]}" \
+    ctest --test-dir "$root/build/tsan" --output-on-failure -L mpi --repeat until-fail:2 || status=1
   return "$status"
 }
 
