@@ -14,7 +14,11 @@ include(CMakePackageConfigHelpers)
 set(MOTE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/mote"
     CACHE STRING "Where mote-config.cmake goes, relative to the prefix")
 
-install(TARGETS mote
+set(MOTE_INSTALL_TARGETS mote)
+if(MOTE_MPI)
+  list(APPEND MOTE_INSTALL_TARGETS mote_mpi)  # task-aware MPI, mote::mote_mpi
+endif()
+install(TARGETS ${MOTE_INSTALL_TARGETS}
   EXPORT moteTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
@@ -42,6 +46,7 @@ else()
   set(MOTE_CONFIG_SHARED OFF)
 endif()
 set(MOTE_CONFIG_HWLOC ${MOTE_HAVE_HWLOC})
+set(MOTE_CONFIG_MPI ${MOTE_MPI})
 
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/mote-config.cmake.in

@@ -48,9 +48,17 @@ stage_tsan() {
   # whole programs with many regions each, and four runs of each would
   # double the stage.
   local status=0
-  "${norandom[@]}" ctest --test-dir "$root/build/tsan" --output-on-failure -j "$jobs" -LE 'install|omp' \
+  "${norandom[@]}" ctest --test-dir "$root/build/tsan" --output-on-failure -j "$jobs" -LE 'install|omp|mpi' \
     --repeat until-fail:4 || status=1
   "${norandom[@]}" ctest --test-dir "$root/build/tsan" --output-on-failure -j "$jobs" -L omp || status=1
+  # The MPI tests (label mpi, under mpiexec), twice. Open MPI is not built
+  # with TSan: its own races and lock orders are suppressed (tests/mpi/tsan.supp),
+  # and the calls it makes (its memcpy of a message, on whichever thread drives
+  # its progress) are ignored, since its hand-over to the thread that sees the
+  # completion is through atomics TSan cannot see.
+  TSAN_OPTIONS="$TSAN_OPTIONS ignore_noninstrumented_modules=1 suppressions=$root/tests/mpi/tsan.supp" \
+    "${norandom[@]}" \
+    ctest --test-dir "$root/build/tsan" --output-on-failure -L mpi --repeat until-fail:2 || status=1
   return "$status"
 }
 

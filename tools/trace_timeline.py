@@ -5,8 +5,9 @@
     tools/trace_timeline.py --check trace.json
 
 One row per thread (workers first); tasks are coloured bars, nested tasks drawn
-thinner inside their parents; waits are hatched, parks (idle) grey; steals are
-green marks and failed steals small red ticks above the row. --max-ms keeps
+thinner inside their parents; waits are hatched (join, group, MPI), parks (idle) grey; steals
+are green marks and failed steals small red ticks above the row; mote::mpi's
+completions blue diamonds and iwaits purple ticks below it. --max-ms keeps
 the first X milliseconds. --check validates the file (valid JSON, required
 fields, non-negative durations, spans nested per thread) and prints a summary.
 """
@@ -109,6 +110,9 @@ def draw(path, out, title=None, max_ms=None):
             continue
         if e.get("cat") == "steal":
             marks["steal" if e["name"] == "steal" else "failed"].append((ms(e["ts"]), row[e["tid"]]))
+        elif e.get("cat") == "mpi":
+            # mote::mpi: a poll that found requests complete, an iwait that bound some.
+            marks["mpi_done" if e["name"] == "mpi done" else "mpi_iwait"].append((ms(e["ts"]), row[e["tid"]]))
 
     fig, ax = plt.subplots(figsize=(11, 1.6 + 0.7 * max(1, len(tids))))
     colors = {"task": ["#d62728", "#ff7f0e", "#e6a43a", "#f2cf80"], "park": ["#b0b0b0"] * 4,
@@ -127,6 +131,12 @@ def draw(path, out, title=None, max_ms=None):
     if marks["failed"]:
         x, y = zip(*marks["failed"])
         ax.scatter(x, [v + 0.45 for v in y], marker="|", s=8, color="#d62728", alpha=0.35, zorder=2)
+    if marks["mpi_done"]:
+        x, y = zip(*marks["mpi_done"])
+        ax.scatter(x, [v - 0.42 for v in y], marker="D", s=10, color="#1f77b4", zorder=3)
+    if marks["mpi_iwait"]:
+        x, y = zip(*marks["mpi_iwait"])
+        ax.scatter(x, [v - 0.45 for v in y], marker="|", s=10, color="#9467bd", alpha=0.6, zorder=2)
     ax.set_yticks(range(len(tids)))
     ax.set_yticklabels([names.get(t, f"tid {t}") for t in tids])
     ax.invert_yaxis()
@@ -139,8 +149,11 @@ def draw(path, out, title=None, max_ms=None):
                        Patch(facecolor=colors["wait"][0], hatch="//", label="waiting (join/group)"),
                        Patch(color=colors["park"][0], label="parked (idle)"),
                        Line2D([], [], marker="v", color="#2ca02c", linestyle="", label="steal"),
-                       Line2D([], [], marker="|", color="#d62728", linestyle="", label="failed steal")],
-              fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=6, frameon=False)
+                       Line2D([], [], marker="|", color="#d62728", linestyle="", label="failed steal")]
+              + ([Line2D([], [], marker="D", color="#1f77b4", linestyle="", label="MPI completions"),
+                  Line2D([], [], marker="|", color="#9467bd", linestyle="", label="MPI iwait")]
+                 if marks["mpi_done"] or marks["mpi_iwait"] else []),
+              fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=8, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=110)

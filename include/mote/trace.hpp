@@ -61,6 +61,16 @@ MOTE_API bool enabled() noexcept;
 //   mote::trace::flush();   // e.g. before a long phase you do not want traced
 MOTE_API void flush();
 
+// The rank that replaces %r in MOTE_TRACE (one file per MPI rank:
+// MOTE_TRACE=heat.%r.json). mote::mpi::init and attach call it; before them,
+// the rank comes from the launcher's environment (OMPI_COMM_WORLD_RANK,
+// PMIX_RANK, PMI_RANK) when there is one. Called after the trace file was
+// created under another name, it moves the trace to the new name. Throws
+// std::runtime_error when the new file cannot be written.
+//
+//   mote::trace::set_file_rank(rank);   // after MPI_Comm_rank
+MOTE_API void set_file_rank(int rank);
+
 }  // namespace trace
 
 namespace detail {
@@ -75,7 +85,7 @@ enum class trace_kind : std::uint8_t {
   failed_steal,  // aux: the victim worker's index
   park_begin,    // the worker sleeps on a futex
   park_end,
-  wait_begin,    // aux: 0 join, 1 task group, 2 runtime::run from outside, 3 assistant
+  wait_begin,    // aux: 0 join, 1 task group, 2 runtime::run from outside, 3 assistant, 4 MPI
   wait_end,
   barrier_begin,
   barrier_end,
@@ -85,6 +95,8 @@ enum class trace_kind : std::uint8_t {
   channel,       // what: a channel; aux: the queue it uses (0 BatchQueue, 1 MPMC, 2 switched to MPMC)
   inlined,       // what: the site's name (const char*); aux: 0 assistant submit, 1 join. A task that
                  // adaptive offloading ran in place (docs/adaptive.md)
+  mpi_iwait,     // aux: requests a data-flow task's end was bound to (mote::mpi::iwait)
+  mpi_done,      // aux: requests a poll of the MPI layer found complete
 };
 
 // Cycle counter for timestamps: cheaper than the clock, converted to

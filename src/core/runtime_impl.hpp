@@ -22,6 +22,7 @@
 #include "core/config.hpp"
 #include "core/os_thread.hpp"
 #include "core/extension.hpp"
+#include "core/work_source.hpp"
 #include "scheduler/scheduler.hpp"
 #include "wait/event_count.hpp"
 
@@ -130,6 +131,9 @@ class runtime_impl {
   // worker whose park word this is if it sleeps (or is about to).
   static void wake_parked(std::atomic<std::uint32_t>& word) noexcept;
 
+  // The work source a library attached at run time (core/work_source.hpp).
+  work_source_slot& source() noexcept { return source_; }
+
  private:
   void worker_main(unsigned index);
   // The first worker with a thread of its own (1 with a caller seat).
@@ -173,6 +177,7 @@ class runtime_impl {
   std::unique_ptr<scheduler> policy_;
   // The models' states and work sources. After workers_: destroyed first.
   model_set models_;
+  work_source_slot source_;
 
   // The caller seat: held by its occupant from enter_seat() to leave_seat().
   // seat_taken_ is read by the destructor only (relaxed under the mutex's

@@ -15,6 +15,8 @@
 namespace mote::detail {
 
 bool runtime_impl::help_once(worker& self) noexcept {
+  // An attached source is polled between tasks once its interval has passed.
+  if (MOTE_UNLIKELY(source_.attached())) source_.poll_if_due();
   if (task* t = self.pool().pop_any()) {
     self.run_task(t, nullptr);
     return true;
@@ -34,6 +36,8 @@ bool runtime_impl::help_once(worker& self) noexcept {
       return true;
     }
   }
+  // An attached source (as a model's work, but also with one worker).
+  if (MOTE_UNLIKELY(source_.attached()) && source_.poll_idle()) return true;
   const auto n = static_cast<unsigned>(workers_.size());
   if (n < 2) return false;
   // The models' work (open loops) before stealing: their batches are the
@@ -78,7 +82,9 @@ void runtime_impl::park(worker& self) noexcept {
     // Returns false at once when a notifier cancelled the announcement
     // (wake_one found nobody asleep and chose us): then look again.
     trace_buffer* trace = self.trace();
-    const bool slept = waiter_slot::commit(word, [&] {
+    // With a source's work outstanding, a timed sleep: nothing wakes us when it completes.
+    const std::int64_t limit = source_.sleep_limit_ns();
+    const bool slept = limit >= 0 ? waiter_slot::commit_for(word, limit) : waiter_slot::commit(word, [&] {
       ++self.stats().parks;
       if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::park_begin);
     });

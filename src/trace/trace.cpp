@@ -31,7 +31,9 @@ constexpr std::uint64_t kDefaultEvents = 1u << 20;
 
 struct registry {
   std::mutex mutex;
-  std::string path;           // MOTE_TRACE
+  std::string path;           // MOTE_TRACE, with %r replaced by the rank when known
+  std::string path_template;  // MOTE_TRACE as given
+  int rank = -1;              // the file's rank (trace::set_file_rank), -1 unknown
   std::uint64_t capacity = kDefaultEvents;
   std::vector<std::unique_ptr<trace_buffer>> buffers;
   int next_outside = 0;
@@ -60,6 +62,34 @@ void write_at_exit() noexcept {
   }
 }
 
+// MOTE_TRACE with every %r replaced by the rank (or left as it is while the
+// rank is unknown), and %% by %.
+std::string path_for_rank(const std::string& tmpl, int rank) {
+  std::string out;
+  for (std::size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] == '%' && i + 1 < tmpl.size() && tmpl[i + 1] == 'r' && rank >= 0) {
+      out += std::to_string(rank);
+      ++i;
+    } else {
+      out += tmpl[i];
+    }
+  }
+  return out;
+}
+
+// The MPI launchers' rank variables, read when MOTE_TRACE has %r and no rank
+// was set yet: mpirun (Open MPI), PMI and PMIx launchers (MPICH, Slurm).
+int rank_from_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long k = std::strtol(v, &end, 10);
+    if (*end == '\0' && k >= 0 && k < (1L << 30)) return static_cast<int>(k);
+  }
+  return -1;
+}
+
 void read_config() {
   const char* path = std::getenv("MOTE_TRACE");
   if (path == nullptr || *path == '\0') {
@@ -67,7 +97,10 @@ void read_config() {
     return;
   }
   registry& r = reg();
-  r.path = path;
+  r.path_template = path;
+  if (r.rank < 0 && r.path_template.find("%r") != std::string::npos) r.rank = rank_from_launcher();
+  r.path = path_for_rank(r.path_template, r.rank);
+  path = r.path.c_str();
   if (const char* n = std::getenv("MOTE_TRACE_EVENTS"); n != nullptr && *n != '\0') {
     char* end = nullptr;
     errno = 0;
@@ -187,7 +220,8 @@ const char* wait_name(std::uint64_t what) {
     case 0: return "join wait";
     case 1: return "group wait";
     case 2: return "run wait";
-    default: return "assistant wait";
+    case 3: return "assistant wait";
+    default: return "mpi wait";
   }
 }
 
@@ -284,6 +318,11 @@ class writer {
           emit(line);
           break;
         }
+        case trace_kind::mpi_iwait:
+        case trace_kind::mpi_done:
+          emit(instant(b, kind == trace_kind::mpi_iwait ? "mpi iwait" : "mpi done", "mpi", time) +
+               ",\"args\":{\"requests\":" + std::to_string(aux) + "}}");
+          break;
         case trace_kind::flow_out:
         case trace_kind::flow_in: {
           // Chrome trace-event flows: "s" inside the releasing task's slice,
@@ -517,6 +556,27 @@ void flush() {
     std::remove(tmp.c_str());
     throw std::runtime_error("cannot rename " + tmp + " to " + r.path + ": " + why);
   }
+}
+
+void set_file_rank(int rank) {
+  using namespace detail;
+  if (rank < 0) return;
+  // The configuration first (once per process): its file may have been
+  // created under the template's name, which this replaces.
+  if (!enabled()) return;
+  registry& r = reg();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.rank = rank;
+  const std::string path = path_for_rank(r.path_template, rank);
+  if (path == r.path) return;
+  // The file read_config() created under the old name goes; the new one is
+  // created now, so that a path that cannot be written shows at once.
+  std::remove(r.path.c_str());
+  r.path = path;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("MOTE_TRACE: cannot write " + path + ": " + std::strerror(errno));
+  std::fputs("{\"traceEvents\": []}\n", f);
+  std::fclose(f);
 }
 
 }  // namespace trace

@@ -69,6 +69,11 @@ for kind in $kinds; do
     omp=ON
     targets+=(mote_gomp)
   fi
+  mpi=OFF
+  if grep -q '^MOTE_MPI:BOOL=ON' "$root/mote-build/CMakeCache.txt"; then
+    mpi=ON
+    targets+=(mote_mpi)
+  fi
   cmake --build "$root/mote-build" -j "$jobs" --target "${targets[@]}" >"$root/mote-build.log" ||
     { cat "$root/mote-build.log"; exit 1; }
   cmake --install "$root/mote-build" >"$root/mote-install.log"
@@ -98,6 +103,10 @@ for kind in $kinds; do
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >"$root/find_package.log"
   cmake --build "$root/find_package" -j "$jobs"
   "$root/find_package/app"
+  if [[ $mpi == ON ]]; then
+    # One rank, a singleton (Open MPI wants the two variables as root).
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$root/find_package/app_mpi"
+  fi
 
   step "$kind: add_subdirectory consumer"
   cmake -S "$here/subdirectory" -B "$root/subdirectory" "${generator[@]}" \

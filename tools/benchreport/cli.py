@@ -24,7 +24,7 @@ def main(description=None):
     ap.add_argument("--bin-dir", action="append", default=None,
                     help="where the bench_* executables are (repeatable; default: build/bench/bench/bin "
                          "and build/bench-llvmomp/bin)")
-    ap.add_argument("--out-dir", default=DEFAULT_OUT)
+    ap.add_argument("--out-dir", default=None, help="default bench/results (the mpi suite: bench/results/mpi)")
     ap.add_argument("--suite", action="append", default=None, help="run only this suite (repeatable)")
     ap.add_argument("--timeout", type=int, default=180, help="seconds before one process is killed")
     ap.add_argument("--max-minutes", type=float, default=30.0,
@@ -32,6 +32,12 @@ def main(description=None):
     ap.add_argument("--from-json", action="store_true", help="only redraw the report from results.json")
     args = ap.parse_args()
 
+    if args.suite == ["mpi"]:
+        return run_mpi_suite(args)
+    if args.suite and "mpi" in args.suite:
+        print("the mpi suite runs alone (--suite mpi): it writes its own report", file=sys.stderr)
+        return 2
+    args.out_dir = args.out_dir or DEFAULT_OUT
     registry = load_registry(args.registry)
     os.makedirs(args.out_dir, exist_ok=True)
     results_path = os.path.join(args.out_dir, "results.json")
@@ -58,3 +64,23 @@ def main(description=None):
         return 1
     return 0
 
+
+
+def run_mpi_suite(args):
+    """The mpi suite (bench/mpi/suite.py): its programs run under mpiexec, with
+    layouts of ranks x threads rather than worker counts, so it has its own
+    runner and report, written to bench/results/mpi/."""
+    import importlib.util
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location("mote_mpi_suite", os.path.join(here, "bench", "mpi", "suite.py"))
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    out_dir = args.out_dir or os.path.join(DEFAULT_OUT, "mpi")
+    os.makedirs(out_dir, exist_ok=True)
+    bin_dirs = [os.path.abspath(d) for d in (args.bin_dir or DEFAULT_BIN_DIRS)]
+    if args.from_json:
+        with open(os.path.join(out_dir, "results.json")) as f:
+            data = json.load(f)
+        suite.write_report(data, out_dir)
+        return 1 if data["failures"] else 0
+    return suite.run(args, bin_dirs, out_dir, machine_info())

@@ -1,0 +1,133 @@
+// An attached work source (include/mote/detail/work_source.hpp): when the
+// workers poll it, and help_until, the wait that keeps a worker running tasks
+// while something outside the runtime completes.
+#include "core/work_source.hpp"
+
+#include "mote/error.hpp"
+#include "mote/runtime.hpp"
+#include "mote/trace.hpp"
+#include "wait/idle.hpp"
+#include "core/runtime_impl.hpp"
+
+namespace mote::detail {
+
+namespace {
+// Calls to poll_if_due on this thread since it last read the clock.
+constinit thread_local unsigned tl_checks __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace
+
+work_source* work_source_slot::enter() noexcept {
+  // seq_cst both, against detach()'s seq_cst store of nullptr and load of
+  // users_ (a Dekker pair): either detach sees this count and waits for
+  // leave(), or this load sees nullptr and calls nothing.
+  users_.fetch_add(1, std::memory_order_seq_cst);
+  work_source* s = source_.load(std::memory_order_seq_cst);
+  if (s == nullptr) leave();
+  return s;
+}
+
+void work_source_slot::leave() noexcept {
+  // Release: what the source's function did happens before detach()'s
+  // acquire load that sees the count drop, so before the source is freed.
+  users_.fetch_sub(1, std::memory_order_release);
+}
+
+bool work_source_slot::poll(work_source* s, bool busy) noexcept {
+  // Relaxed: a timestamp that only spaces polls out; two workers that both
+  // read an old one poll twice, which the source tolerates (it serialises
+  // itself).
+  last_poll_ns_.store(now_ns(), std::memory_order_relaxed);
+  return s->poll(s->ctx, busy);
+}
+
+void work_source_slot::poll_if_due() noexcept {
+  if (++tl_checks < kCheckEvery) return;
+  tl_checks = 0;
+  work_source* s = enter();
+  if (s == nullptr) return;
+  // Relaxed: see poll().
+  if (now_ns() - last_poll_ns_.load(std::memory_order_relaxed) >= s->interval_ns) (void)poll(s, true);
+  leave();
+}
+
+bool work_source_slot::poll_idle() noexcept {
+  work_source* s = enter();
+  if (s == nullptr) return false;
+  const bool progressed = poll(s, false);
+  leave();
+  return progressed;
+}
+
+std::int64_t work_source_slot::sleep_limit_ns() noexcept {
+  if (!attached()) return -1;
+  work_source* s = enter();
+  if (s == nullptr) return -1;
+  const std::int64_t limit = s->pending(s->ctx) ? s->interval_ns : -1;
+  leave();
+  return limit;
+}
+
+std::int64_t work_source_slot::interval_ns() noexcept {
+  if (!attached()) return -1;
+  work_source* s = enter();
+  if (s == nullptr) return -1;
+  const std::int64_t interval = s->interval_ns;
+  leave();
+  return interval;
+}
+
+void work_source_slot::attach(work_source* s) {
+  if (s == nullptr || s->poll == nullptr || s->pending == nullptr || s->interval_ns <= 0) {
+    throw usage_error("mote::detail::attach_work_source: the source needs poll, pending and an interval > 0");
+  }
+  work_source* expected = nullptr;
+  // Release: the source's fields (and what ctx points to) are complete for a
+  // worker whose enter() loads the pointer.
+  if (!source_.compare_exchange_strong(expected, s, std::memory_order_release, std::memory_order_relaxed)) {
+    throw usage_error("mote::detail::attach_work_source: the runtime has a work source attached already");
+  }
+}
+
+void work_source_slot::detach(work_source* s) noexcept {
+  work_source* expected = s;
+  // seq_cst: the other half of enter()'s Dekker pair.
+  if (!source_.compare_exchange_strong(expected, nullptr, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+    return;  // not the attached one
+  }
+  // Acquire: pairs with leave()'s release. A poll lasts microseconds: yield
+  // rather than sleep.
+  while (users_.load(std::memory_order_seq_cst) != 0) thread_yield();
+  std::atomic_thread_fence(std::memory_order_acquire);
+}
+
+void attach_work_source(runtime& rt, work_source* s) { runtime_access::impl(rt).source().attach(s); }
+
+void detach_work_source(runtime& rt, work_source* s) noexcept { runtime_access::impl(rt).source().detach(s); }
+
+void help_until(worker& w, bool (*done)(const void* ctx) noexcept, const void* ctx, unsigned trace_what) noexcept {
+  if (done(ctx)) return;
+  runtime_impl& rt = w.runtime();
+  const bool traced = w.instrumented() && trace_what != 0;
+  if (MOTE_UNLIKELY(traced)) w.note_wait_begin(trace_what);
+  idle_wait idle(rt.spin_ns());
+  while (!done(ctx)) {
+    if (rt.help_once(w)) {  // which polls the source too
+      idle.reset();
+      continue;
+    }
+    if (idle.spin()) continue;
+    // Nothing wakes this sleep when a source's work completes (the poll that
+    // sees it may be our own, after the sleep): at most the interval.
+    const std::int64_t interval = rt.source().interval_ns();
+    const std::int64_t timeout = interval > 0 ? interval : idle.next_park_timeout();
+    ++w.stats().wait_parks;
+    if (MOTE_UNLIKELY(w.instrumented())) w.note_park(true);
+    rt.park_waiting(w, done, ctx, timeout);
+    if (MOTE_UNLIKELY(w.instrumented())) w.note_park(false);
+  }
+  if (MOTE_UNLIKELY(traced)) w.note_wait_end();
+}
+
+void wake_waiting(worker& w) noexcept { runtime_impl::wake_parked(w.park_word()); }
+
+}  // namespace mote::detail

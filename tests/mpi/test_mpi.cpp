@@ -1,0 +1,463 @@
+// Task-aware MPI (include/mote/mpi.hpp), run by ctest under mpirun with 2 and
+// 4 ranks. Every rank runs the same tests in the same order; pairs of ranks
+// (rank ^ 1) or the ring (rank + 1) exchange messages. Results are checked
+// against the values each rank can compute for its peers; a hang becomes a
+// failure through the watchdog (and ctest's TIMEOUT behind it).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mote/dataflow.hpp"
+#include "mote/error.hpp"
+#include "mote/mpi.hpp"
+#include "mote/runtime.hpp"
+#include "mote/task_group.hpp"
+
+namespace {
+
+#if defined(__SANITIZE_THREAD__)
+constexpr int kScale = 4;  // sizes shrink under TSan
+#else
+constexpr int kScale = 1;
+#endif
+
+int g_rank = 0;
+int g_size = 1;
+mote::runtime* g_rt = nullptr;
+
+int partner() { return g_rank ^ 1; }
+bool paired() { return partner() < g_size; }
+int next_rank() { return (g_rank + 1) % g_size; }
+int prev_rank() { return (g_rank + g_size - 1) % g_size; }
+
+// What rank r sends as element i of message k: distinct everywhere.
+double value(int r, int k, int i) { return r * 1e6 + k * 1e3 + i; }
+
+// Every test starts with the ranks in step, so that one test's late
+// messages never meet the next one's receives (tags differ as well).
+class Mpi : public ::testing::Test {
+ protected:
+  void SetUp() override { MPI_Barrier(MPI_COMM_WORLD); }
+  void TearDown() override {
+    EXPECT_EQ(mote::mpi::get_stats().outstanding, 0u) << "a request was left with the service";
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+};
+
+// Blocking mode: many task_group tasks, each a send and a receive round the
+// ring; the workers run other tasks while their receives are pending.
+TEST_F(Mpi, PointToPointInTasksRoundTheRing) {
+  const int n = 64 / kScale;
+  const int len = 100;
+  std::vector<std::vector<double>> got(n, std::vector<double>(len, -1));
+  std::vector<std::vector<double>> sent(n, std::vector<double>(len));
+  g_rt->run([&] {
+    mote::task_group g;
+    for (int k = 0; k < n; ++k) {
+      g.spawn([&, k] {
+        for (int i = 0; i < len; ++i) sent[k][i] = value(g_rank, k, i);
+        MPI_Request r;
+        MPI_Isend(sent[k].data(), len, MPI_DOUBLE, next_rank(), 100 + k, MPI_COMM_WORLD, &r);
+        mote::mpi::recv(got[k].data(), len, MPI_DOUBLE, prev_rank(), 100 + k, MPI_COMM_WORLD);
+        mote::mpi::wait(r);
+        EXPECT_EQ(r, MPI_REQUEST_NULL);
+      });
+    }
+    g.wait();
+  });
+  for (int k = 0; k < n; ++k) {
+    for (int i = 0; i < len; ++i) ASSERT_EQ(got[k][i], value(prev_rank(), k, i)) << "message " << k;
+  }
+}
+
+// send/recv with statuses, and waitall over a mix with a null request.
+TEST_F(Mpi, SendRecvStatusAndWaitall) {
+  if (!paired()) GTEST_SKIP();
+  g_rt->run([&] {
+    int out = g_rank * 10 + 1, in = -1;
+    if (g_rank < partner()) {
+      mote::mpi::send(&out, 1, MPI_INT, partner(), 200, MPI_COMM_WORLD);
+      MPI_Status st;
+      mote::mpi::recv(&in, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+      EXPECT_EQ(st.MPI_SOURCE, partner());
+      EXPECT_EQ(st.MPI_TAG, 201);
+    } else {
+      MPI_Status st;
+      mote::mpi::recv(&in, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+      EXPECT_EQ(st.MPI_TAG, 200);
+      mote::mpi::send(&out, 1, MPI_INT, partner(), 201, MPI_COMM_WORLD);
+    }
+    EXPECT_EQ(in, partner() * 10 + 1);
+    int a = g_rank, b = -1;
+    MPI_Request rs[3];
+    MPI_Irecv(&b, 1, MPI_INT, partner(), 202, MPI_COMM_WORLD, &rs[0]);
+    rs[1] = MPI_REQUEST_NULL;
+    MPI_Isend(&a, 1, MPI_INT, partner(), 202, MPI_COMM_WORLD, &rs[2]);
+    MPI_Status sts[3];
+    mote::mpi::waitall(rs, sts);
+    EXPECT_EQ(b, partner());
+    EXPECT_EQ(sts[0].MPI_SOURCE, partner());
+    for (MPI_Request r : rs) EXPECT_EQ(r, MPI_REQUEST_NULL);
+  });
+}
+
+// The main thread is no worker: wait() is MPI's own wait there.
+TEST_F(Mpi, WaitFromOutsideAWorker) {
+  if (!paired()) GTEST_SKIP();
+  std::vector<double> out(1000), in(1000, -1);
+  for (int i = 0; i < 1000; ++i) out[i] = value(g_rank, 3, i);
+  MPI_Request rs[2];
+  MPI_Irecv(in.data(), 1000, MPI_DOUBLE, partner(), 300, MPI_COMM_WORLD, &rs[0]);
+  MPI_Isend(out.data(), 1000, MPI_DOUBLE, partner(), 300, MPI_COMM_WORLD, &rs[1]);
+  mote::mpi::wait(rs[0]);
+  mote::mpi::wait(rs[1]);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(in[i], value(partner(), 3, i));
+  // iwait outside a data-flow task is a wait too.
+  MPI_Irecv(in.data(), 1000, MPI_DOUBLE, partner(), 301, MPI_COMM_WORLD, &rs[0]);
+  MPI_Isend(out.data(), 1000, MPI_DOUBLE, partner(), 301, MPI_COMM_WORLD, &rs[1]);
+  mote::mpi::iwaitall(rs);
+  EXPECT_EQ(rs[0], MPI_REQUEST_NULL);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(in[i], value(partner(), 3, i));
+}
+
+// Non-blocking collectives in concurrent tasks, each on its own
+// communicator (collectives on one communicator must be issued in one order
+// on every rank, which concurrent tasks do not give): blocking mode in
+// task_group tasks, non-blocking mode in data-flow tasks whose readers check.
+TEST_F(Mpi, CollectivesInTasks) {
+  const int n = 16 / kScale;
+  std::vector<MPI_Comm> comms(2 * n);
+  for (auto& c : comms) MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  std::vector<long> sums(n, -1), maxes(n, -1), checked(n, 0);
+  const long ranks_sum = static_cast<long>(g_size) * (g_size - 1) / 2;
+  g_rt->run([&] {
+    mote::task_group g;
+    for (int k = 0; k < n; ++k) {
+      g.spawn([&, k] {
+        long mine = g_rank + k, sum = 0;
+        MPI_Request r;
+        MPI_Iallreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, comms[k], &r);
+        mote::mpi::wait(r);
+        sums[k] = sum;
+      });
+    }
+    g.wait();
+    mote::dataflow df;
+    std::vector<long> mine(n);
+    for (int k = 0; k < n; ++k) {
+      mine[k] = g_rank * k;
+      df.spawn(mote::in(mine[k]), mote::out(maxes[k]), [&, k] {
+        MPI_Request r;
+        MPI_Iallreduce(&mine[k], &maxes[k], 1, MPI_LONG, MPI_MAX, comms[n + k], &r);
+        mote::mpi::iwait(r);
+      });
+      df.spawn(mote::in(maxes[k]), [&, k] { checked[k] = maxes[k]; });
+    }
+    df.wait();
+  });
+  for (int k = 0; k < n; ++k) {
+    EXPECT_EQ(sums[k], ranks_sum + static_cast<long>(g_size) * k) << k;
+    EXPECT_EQ(checked[k], static_cast<long>(g_size - 1) * k) << k;
+  }
+  // A blocking collective on the main thread, for good measure.
+  long one = 1, total = 0;
+  MPI_Allreduce(&one, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(total, g_size);
+  for (auto& c : comms) MPI_Comm_free(&c);
+}
+
+// iwait returns at once and the successors see the data: the receiving task
+// asks for the data only after its iwait has returned (a "go" message), so
+// an iwait that blocked would never return (the watchdog would fire), and a
+// successor released early would read the buffer's old contents.
+TEST_F(Mpi, IwaitOrdering) {
+  if (!paired()) GTEST_SKIP();
+  const int blocks = 32 / kScale;
+  const int len = 256;
+  const int rounds = 4;
+  const bool receiver = (g_rank & 1) == 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::vector<double>> buf(blocks, std::vector<double>(len, -1));
+    std::vector<double> seen(blocks, -1);
+    std::vector<int> returned(blocks, 0);
+    g_rt->run([&] {
+      mote::dataflow df;
+      for (int k = 0; k < blocks; ++k) {
+        if (receiver) {
+          df.spawn(mote::out(buf[k]), mote::out(returned[k]), [&, k] {
+            MPI_Request r;
+            MPI_Irecv(buf[k].data(), len, MPI_DOUBLE, partner(), 400 + k, MPI_COMM_WORLD, &r);
+            mote::mpi::iwait(r);
+            EXPECT_EQ(r, MPI_REQUEST_NULL);
+            returned[k] = 1;
+            int go = k;
+            MPI_Send(&go, 1, MPI_INT, partner(), 1400 + k, MPI_COMM_WORLD);
+          });
+          // A reader of the buffer: runs only once the data is in.
+          df.spawn(mote::in(buf[k]), mote::in(returned[k]), [&, k] {
+            double s = 0;
+            for (int i = 0; i < len; ++i) s += buf[k][i] == value(partner(), k + round, i) ? 1 : 0;
+            seen[k] = s;
+          });
+        } else {
+          df.spawn(mote::inout(buf[k]), [&, k] {
+            int go = -1;
+            mote::mpi::recv(&go, 1, MPI_INT, partner(), 1400 + k, MPI_COMM_WORLD);
+            EXPECT_EQ(go, k);
+            for (int i = 0; i < len; ++i) buf[k][i] = value(g_rank, k + round, i);
+            MPI_Request r;
+            MPI_Isend(buf[k].data(), len, MPI_DOUBLE, partner(), 400 + k, MPI_COMM_WORLD, &r);
+            mote::mpi::iwait(r);  // the buffer is not reused until the send completed
+          });
+        }
+      }
+      df.wait();
+    });
+    if (receiver) {
+      for (int k = 0; k < blocks; ++k) {
+        ASSERT_EQ(returned[k], 1);
+        ASSERT_EQ(seen[k], len) << "block " << k << ": its reader ran before its data arrived";
+      }
+    }
+  }
+}
+
+// Thousands of requests outstanding at once, in one poll's batch: each rank
+// posts every receive (one data-flow task each, bound with iwait), then the
+// partner learns (one go message) that it may send them all.
+TEST_F(Mpi, ManyOutstandingRequests) {
+  if (!paired()) GTEST_SKIP();
+  const int n = 4000 / kScale;
+  std::vector<int> in(n, -1), out(n), doubled(n, 0);
+  for (int i = 0; i < n; ++i) out[i] = g_rank * 100000 + i;
+  const std::uint64_t before = mote::mpi::get_stats().requests;
+  std::atomic<int> posted{0};
+  g_rt->run([&] {
+    mote::dataflow df;
+    for (int i = 0; i < n; ++i) {
+      df.spawn(mote::out(in[i]), [&, i] {
+        MPI_Request r;
+        MPI_Irecv(&in[i], 1, MPI_INT, partner(), 500, MPI_COMM_WORLD, &r);
+        mote::mpi::iwait(r);
+        posted.fetch_add(1, std::memory_order_relaxed);
+      });
+      df.spawn(mote::in(in[i]), mote::out(doubled[i]), [&, i] { doubled[i] = 2 * in[i]; });
+    }
+    // The sends, from a thread outside the runtime once every receive here
+    // is posted (a task that spun on `posted` would keep its worker's
+    // unshared tasks from the others). Messages from one sender with one
+    // tag match the receives in posting order, and the tasks posted them in
+    // any order: the check below is on the set.
+    std::thread sender([&] {
+      while (posted.load(std::memory_order_relaxed) < n) std::this_thread::yield();
+      int go = 1, theirs = 0;
+      MPI_Sendrecv(&go, 1, MPI_INT, partner(), 501, &theirs, 1, MPI_INT, partner(), 501, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+      std::vector<MPI_Request> rs(n);
+      for (int i = 0; i < n; ++i) MPI_Isend(&out[i], 1, MPI_INT, partner(), 500, MPI_COMM_WORLD, &rs[i]);
+      mote::mpi::waitall(rs);
+    });
+    df.wait();
+    sender.join();
+  });
+  std::vector<int> got(doubled);
+  std::sort(got.begin(), got.end());
+  for (int i = 0; i < n; ++i) ASSERT_EQ(got[i], 2 * (partner() * 100000 + i));
+  // Every receive was pending when bound: the sends began after all were posted.
+  EXPECT_GE(mote::mpi::get_stats().requests - before, static_cast<std::uint64_t>(n));
+}
+
+// A task that throws after binding a pending receive: its successors are
+// skipped, the others run, the scope's wait throws only once the receive
+// completed (the data is there), and the service holds nothing afterwards.
+TEST_F(Mpi, ExceptionInATaskWhileRequestsArePending) {
+  if (!paired()) GTEST_SKIP();
+  const int len = 512;
+  std::vector<double> buf(len, -1), out(len);
+  for (int i = 0; i < len; ++i) out[i] = value(g_rank, 6, i);
+  int successor_ran = 0, independent_ran = 0;
+  bool threw = false;
+  g_rt->run([&] {
+    mote::dataflow df;
+    df.spawn(mote::out(buf), [&] {
+      MPI_Request r;
+      MPI_Irecv(buf.data(), len, MPI_DOUBLE, partner(), 600, MPI_COMM_WORLD, &r);
+      mote::mpi::iwait(r);
+      int go = 1;
+      MPI_Send(&go, 1, MPI_INT, partner(), 601, MPI_COMM_WORLD);
+      throw std::runtime_error("task failed with a receive pending");
+    });
+    df.spawn(mote::in(buf), [&] { successor_ran = 1; });
+    df.spawn([&] {
+      int go = 0;
+      mote::mpi::recv(&go, 1, MPI_INT, partner(), 601, MPI_COMM_WORLD);
+      MPI_Request r;
+      MPI_Isend(out.data(), len, MPI_DOUBLE, partner(), 600, MPI_COMM_WORLD, &r);
+      mote::mpi::wait(r);
+      independent_ran = 1;
+    });
+    try {
+      df.wait();
+    } catch (const std::runtime_error& e) {
+      threw = std::string(e.what()) == "task failed with a receive pending";
+    }
+  });
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(successor_ran, 0);
+  EXPECT_EQ(independent_ran, 1);
+  for (int i = 0; i < len; ++i) ASSERT_EQ(buf[i], value(partner(), 6, i));
+
+  // Blocking mode: a task waits for its receive while a task it spawned
+  // throws; the exception reaches the waits above it once the receive is in
+  // (a task_group cancels what has not started, so the thrower is spawned
+  // after the receive was posted).
+  int waited = 0;
+  threw = false;
+  g_rt->run([&] {
+    mote::task_group g;
+    g.spawn([&] {
+      int v = -1;
+      MPI_Request r;
+      MPI_Irecv(&v, 1, MPI_INT, partner(), 602, MPI_COMM_WORLD, &r);
+      mote::task_group inner;
+      inner.spawn([&] {
+        int mine = g_rank;
+        mote::mpi::send(&mine, 1, MPI_INT, partner(), 602, MPI_COMM_WORLD);
+        throw std::logic_error("sibling failed");
+      });
+      mote::mpi::wait(r);
+      waited = v == partner() ? 1 : -1;
+      inner.wait();
+    });
+    try {
+      g.wait();
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+  });
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(waited, 1);
+}
+
+// An MPI error (under MPI_ERRORS_RETURN) becomes mote::mpi::error with MPI's
+// message.
+TEST_F(Mpi, ErrorsBecomeExceptions) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int v = 0;
+  bool caught = false;
+  g_rt->run([&] {
+    try {
+      mote::mpi::send(&v, 1, MPI_INT, g_size + 5, 0, comm);  // no such rank
+    } catch (const mote::mpi::error& e) {
+      caught = e.code() != MPI_SUCCESS && std::string(e.what()).find("MPI_Isend") != std::string::npos;
+    }
+  });
+  EXPECT_TRUE(caught);
+  MPI_Comm_free(&comm);
+}
+
+// Configuration: MOTE_MPI_POLL_US that cannot be parsed names the variable;
+// a second attach is refused.
+TEST_F(Mpi, BadConfigAndMisuse) {
+  EXPECT_THROW(mote::mpi::attach(*g_rt), mote::usage_error);
+  mote::mpi::detach();
+  for (const char* bad : {"abc", "0", "-5", "12us", "99999999"}) {
+    setenv("MOTE_MPI_POLL_US", bad, 1);
+    try {
+      mote::mpi::attach(*g_rt);
+      ADD_FAILURE() << "MOTE_MPI_POLL_US=" << bad << " was accepted";
+      mote::mpi::detach();
+    } catch (const mote::config_error& e) {
+      EXPECT_NE(std::string(e.what()).find("MOTE_MPI_POLL_US"), std::string::npos) << e.what();
+    }
+  }
+  setenv("MOTE_MPI_POLL_US", "20", 1);
+  mote::mpi::attach(*g_rt);  // a good value, attached again for the tests after
+  unsetenv("MOTE_MPI_POLL_US");
+  // The service works after a re-attach.
+  if (paired()) {
+    int v = g_rank, w = -1;
+    g_rt->run([&] {
+      MPI_Request r;
+      MPI_Isend(&v, 1, MPI_INT, partner(), 700, MPI_COMM_WORLD, &r);
+      mote::mpi::recv(&w, 1, MPI_INT, partner(), 700, MPI_COMM_WORLD);
+      mote::mpi::wait(r);
+    });
+    EXPECT_EQ(w, partner());
+  }
+}
+
+// Turns a hang into a failure: after the limit, every rank aborts the job.
+class watchdog {
+ public:
+  explicit watchdog(int seconds)
+      : thread_([this, seconds] {
+          std::unique_lock<std::mutex> lock(m_);
+          if (!cv_.wait_for(lock, std::chrono::seconds(seconds), [&] { return done_; })) {
+            std::fprintf(stderr, "rank %d: watchdog: the tests did not finish in %d s\n", g_rank, seconds);
+            MPI_Abort(MPI_COMM_WORLD, 3);
+          }
+        }) {}
+  ~watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  mote::runtime_options o;
+  o.num_workers = 2;
+  o.spin = std::chrono::microseconds(20);
+  mote::runtime rt(o);
+  g_rt = &rt;
+  try {
+    mote::mpi::init(&argc, &argv, rt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mote::mpi::init: %s\n", e.what());
+    return 1;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  // One rank's report is enough when all pass; every rank reports failures.
+  if (g_rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int failed = 0;
+  {
+    watchdog dog(kScale == 1 ? 60 : 150);
+    failed = RUN_ALL_TESTS();
+  }
+  int any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (failed != 0) std::fprintf(stderr, "rank %d: tests failed\n", g_rank);
+  mote::mpi::finalize();
+  return any;
+}
