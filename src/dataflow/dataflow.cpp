@@ -108,8 +108,8 @@ bool writes(access_type t) { return t != access_type::in; }
 struct message {
   detail::df_access* to;
   std::uint32_t bits;
-  detail::df_access* from;  // acknowledged with `ack` after delivery; nullptr: none
-  std::uint32_t ack;
+  detail::df_access* from;  // the sending predecessor, or nullptr (registration, the task's end, wait)
+  std::uint32_t ack;        // delivered to `from` after the message; 0: none
 };
 
 struct mailbox {
@@ -362,7 +362,7 @@ struct engine {
     message m;
     while (box.pop(&m)) {
       apply(m.to, m.bits, m.from != nullptr);
-      if (m.from != nullptr) apply(m.from, m.ack, false);
+      if (m.ack != 0) apply(m.from, m.ack, false);
     }
   }
 
@@ -428,7 +428,10 @@ struct engine {
         }
         if (!done_unacked(now)) ack |= kDoneSent;
       }
-      post({succ, msg, ack != 0 ? a : nullptr, ack});
+      // `from` says the message comes from the predecessor (trace arrows,
+      // pred_task_link); without an acknowledgement it is never dereferenced
+      // (the access may be freed by then).
+      post({succ, msg, a, ack});
     }
     // Final: nothing else will touch `a`; this thread alone may read it now.
     if (!final_state(old) && final_state(now)) release_access(a->task);
