@@ -168,27 +168,36 @@ constinit thread_local detail::df_task* tl_current __attribute__((tls_model("ini
 // the other every kProbeWindows to follow changes. A new scope starts in
 // the mode that the last scope of the same tasks ended in (kind_memory).
 constexpr std::uint64_t kWindow = 4096;
-constexpr std::uint32_t kProbeWindows = 8;
+constexpr std::uint32_t kProbeWindows = 16;
 
-// The mode that the last scope of each kind of task (its function, or its
-// name) ended in. Direct-mapped, racy by design (relaxed): a wrong entry is a
-// wrong first guess, which the scope's own windows correct.
+
+// What the scopes of each kind of task (its function, or its name) measured
+// in each mode: a new scope of the same tasks starts from there, so a
+// program that makes a scope per step does not measure both modes per step.
+// Direct-mapped, racy by design (relaxed): a wrong entry is a wrong first
+// guess, which the scope's own windows correct.
 struct kind_memory {
   static constexpr unsigned kEntries = 256;
-  std::atomic<const void*> what[kEntries] = {};
-  std::atomic<bool> keep[kEntries] = {};
+  struct entry {
+    std::atomic<const void*> what{nullptr};
+    std::atomic<std::uint64_t> cost[2] = {};
+  };
+  entry entries[kEntries];
   static unsigned slot(const void* w) noexcept {
     auto x = reinterpret_cast<std::uintptr_t>(w);
     return static_cast<unsigned>(((x >> 4) * 0x9E3779B97F4A7C15ull) >> 56);
   }
-  void note(const void* w, bool k) noexcept {
-    const unsigned i = slot(w);
-    if (what[i].load(std::memory_order_relaxed) != w) what[i].store(w, std::memory_order_relaxed);
-    if (keep[i].load(std::memory_order_relaxed) != k) keep[i].store(k, std::memory_order_relaxed);
+  void load(const void* w, std::uint64_t cost[2]) const noexcept {
+    const entry& e = entries[slot(w)];
+    if (e.what.load(std::memory_order_relaxed) != w) return;
+    cost[0] = e.cost[0].load(std::memory_order_relaxed);
+    cost[1] = e.cost[1].load(std::memory_order_relaxed);
   }
-  bool kept(const void* w) const noexcept {
-    const unsigned i = slot(w);
-    return what[i].load(std::memory_order_relaxed) == w && keep[i].load(std::memory_order_relaxed);
+  void store(const void* w, const std::uint64_t cost[2]) noexcept {
+    entry& e = entries[slot(w)];
+    if (e.what.load(std::memory_order_relaxed) != w) e.what.store(w, std::memory_order_relaxed);
+    e.cost[0].store(cost[0], std::memory_order_relaxed);
+    e.cost[1].store(cost[1], std::memory_order_relaxed);
   }
 };
 constinit kind_memory kinds;
@@ -727,9 +736,12 @@ namespace {
 void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what) noexcept {
   const std::uint64_t now = detail::cycle_clock();
   if (spawned == 64) {
-    // The first look: start in the mode the last scope of these tasks ended
-    // in, and time from here.
-    g.keep_local.store(kinds.kept(what), std::memory_order_relaxed);
+    // The first look: what scopes of these tasks measured before, and the
+    // faster mode by that (share while nothing is known); time from here.
+    if (g.cost[0] == 0 && g.cost[1] == 0) kinds.load(what, g.cost);
+    g.keep_local.store(g.cost[1] != 0 && (g.cost[0] == 0 || g.cost[1] < g.cost[0]),
+                       std::memory_order_relaxed);
+    g.settling = false;
     g.window_start = now;
     return;
   }
@@ -737,19 +749,26 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what) n
   // Relaxed, keep_local: the owner's own decision; the workers read it as a
   // hint when they ready a task.
   const int mode = g.keep_local.load(std::memory_order_relaxed) ? 1 : 0;
-  const std::uint64_t ticks = now - g.window_start;
-  g.cost[mode] = g.cost[mode] == 0 ? ticks : (3 * g.cost[mode] + ticks) / 4;
+  if (g.settling) {
+    // The first window after a switch is not counted: tasks readied in the
+    // other mode are still where that mode put them.
+    g.settling = false;
+  } else {
+    const std::uint64_t ticks = now - g.window_start;
+    g.cost[mode] = g.cost[mode] == 0 ? ticks : (3 * g.cost[mode] + ticks) / 4;
+    kinds.store(what, g.cost);
+  }
   int next;
   if (g.cost[1 - mode] == 0) {
     next = 1 - mode;  // the other mode's first window
   } else if (--g.until_probe == 0) {
     g.until_probe = kProbeWindows;
-    next = g.cost[0] <= g.cost[1] ? 1 : 0;  // one window of the slower mode
+    next = g.cost[0] <= g.cost[1] ? 1 : 0;  // the slower mode, now and then
   } else {
     next = g.cost[1] < g.cost[0] ? 1 : 0;
   }
+  if (next != mode) g.settling = true;
   g.keep_local.store(next == 1, std::memory_order_relaxed);
-  kinds.note(what, g.cost[1] < g.cost[0] || (g.cost[0] == 0 && next == 1));
   g.window_start = detail::cycle_clock();
 }
 

@@ -172,7 +172,8 @@ struct alignas(cache_line) df_grain {
   // measured yet), windows until the next probe of the slower mode.
   std::uint64_t window_start = 0;
   std::uint64_t cost[2] = {0, 0};
-  std::uint32_t until_probe = 8;
+  std::uint32_t until_probe = 16;
+  bool settling = false;  // the window after a switch: not counted
 };
 
 // The registration table of a scope: first address -> last access, owned by

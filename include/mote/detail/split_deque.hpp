@@ -76,12 +76,12 @@ class split_deque {
     return pop_shared();
   }
 
-  // Keeps t for the owner alone: pop_any() returns it (kept tasks first, the
-  // newest first), and no thief ever sees it. For ready tasks too short to
-  // be worth another core (a model's choice, such as data-flow's locality):
-  // every loop that takes the owner's pool work (its idle loop, its waits)
-  // still finds them, and nothing bounds how many are kept. Linked through
-  // queued_task::next.
+  // Keeps t for the owner alone: pop_any() returns it (after the deque's own
+  // tasks, the newest kept first), and no thief ever sees it. For ready
+  // tasks too short to be worth another core (a model's choice, such as
+  // data-flow's locality): every loop that takes the owner's pool work (its
+  // idle loop, its waits) still finds them, and nothing bounds how many are
+  // kept. Linked through queued_task::next.
   void keep(queued_task* t) noexcept {
     t->next = kept_;
     kept_ = t;
@@ -93,17 +93,18 @@ class split_deque {
   // the thief waiting until the loop ends.
   task* pop_any() noexcept {
     share_if_asked();
-    if (MOTE_UNLIKELY(kept_ != nullptr)) {
-      queued_task* t = kept_;
-      kept_ = t->next;
-      return t;
-    }
     while (head_ > 0) {
       // Read before the pop: when the pop succeeds nobody touched this slot
       // (a thief that took it would have made the pop fail), so this is the
       // task. Relaxed: the owner wrote it.
       task* t = slots_[head_ - 1].load(std::memory_order_relaxed);
       if (pop() == nullptr) return t;
+    }
+    // The kept tasks after the deque's: the deque's fast path stays as it was.
+    if (MOTE_UNLIKELY(kept_ != nullptr)) {
+      queued_task* t = kept_;
+      kept_ = t->next;
+      return t;
     }
     return nullptr;
   }
