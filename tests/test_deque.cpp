@@ -211,4 +211,32 @@ TEST(Deque, PopAnySkipsStolenTasks) {
   EXPECT_EQ(owner.depth(), 0u);
 }
 
+TEST(Deque, KeptTasksNeverReachAThiefAndComeBackAfterTheDequesOwn) {
+  auto rt = bare_runtime();
+  split_deque owner(rt.get(), 64);
+  worker thief(*rt, 1, 64);
+  std::vector<mote::detail::queued_task> kept(3);
+  std::vector<counted_task> pushed(2);
+  for (auto& t : kept) t.execute = &no_op;
+  for (auto& t : pushed) t.init(&no_op);
+  for (auto& t : kept) owner.keep(&t);
+  EXPECT_FALSE(owner.empty());
+  EXPECT_EQ(owner.depth(), 0u);  // the deque's own count only
+  std::uint32_t index = 0;
+  // A thief asks, the owner pushes (and shares), the thief steals: only the
+  // pushed task can reach it, whatever is kept.
+  EXPECT_EQ(owner.steal(thief, &index), nullptr);
+  ASSERT_TRUE(owner.push(&pushed[0]));
+  ASSERT_TRUE(owner.push(&pushed[1]));
+  EXPECT_EQ(owner.steal(thief, &index), &pushed[0]);
+  EXPECT_EQ(owner.steal(thief, &index), nullptr);
+  // The owner: the deque's own task first, then the kept ones, newest first.
+  EXPECT_EQ(owner.pop_any(), &pushed[1]);
+  EXPECT_EQ(owner.pop_any(), &kept[2]);
+  EXPECT_EQ(owner.pop_any(), &kept[1]);
+  EXPECT_EQ(owner.pop_any(), &kept[0]);
+  EXPECT_EQ(owner.pop_any(), nullptr);
+  EXPECT_TRUE(owner.empty());
+}
+
 }  // namespace
