@@ -164,9 +164,11 @@ constinit thread_local detail::df_task* tl_current __attribute__((tls_model("ini
 // round trip of the hour. So the scope's spawner, on a worker, times its
 // own progress: the cycle-counter ticks per window of kWindow spawns (its
 // registrations, and the tasks its throttle runs while the others run the
-// rest), one window in each mode, then the faster mode, with one window of
-// the other every kProbeWindows to follow changes. A new scope starts in
-// the mode that the last scope of the same tasks ended in (kind_memory).
+// rest), scaled by how many of the window's worth of tasks finished (a
+// mode that leaves its tasks pending has not saved their time), one window
+// in each mode, then the faster mode, with one window of the other every
+// kProbeWindows to follow changes. A new scope starts from what the scopes
+// of the same tasks measured (kind_memory).
 constexpr std::uint64_t kWindow = 4096;
 constexpr std::uint32_t kProbeWindows = 16;
 
@@ -733,7 +735,7 @@ namespace {
 
 // The locality windows (above, "Locality"), at every 64th spawn of the
 // scope's owner: `spawned` spawns so far, `what` the kind of the last one.
-void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what) noexcept {
+void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, std::uint32_t pending) noexcept {
   const std::uint64_t now = detail::cycle_clock();
   if (spawned == 64) {
     // The first look: what scopes of these tasks measured before, and the
@@ -741,34 +743,38 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what) n
     if (g.cost[0] == 0 && g.cost[1] == 0) kinds.load(what, g.cost);
     g.keep_local.store(g.cost[1] != 0 && (g.cost[0] == 0 || g.cost[1] < g.cost[0]),
                        std::memory_order_relaxed);
-    g.settling = false;
     g.window_start = now;
+    g.window_pending = pending;
     return;
   }
   if (spawned % kWindow != 0) return;
   // Relaxed, keep_local: the owner's own decision; the workers read it as a
   // hint when they ready a task.
   const int mode = g.keep_local.load(std::memory_order_relaxed) ? 1 : 0;
-  if (g.settling) {
-    // The first window after a switch is not counted: tasks readied in the
-    // other mode are still where that mode put them.
-    g.settling = false;
-  } else {
-    const std::uint64_t ticks = now - g.window_start;
+  {
+    // Ticks per window's worth of tasks finished: a mode that leaves its
+    // tasks pending (for the wait to run) has not saved their time.
+    const std::int64_t grown = static_cast<std::int64_t>(pending) - static_cast<std::int64_t>(g.window_pending);
+    const std::int64_t finished = std::max<std::int64_t>(static_cast<std::int64_t>(kWindow) - grown, 64);
+    const std::uint64_t ticks = (now - g.window_start) * kWindow / static_cast<std::uint64_t>(finished);
     g.cost[mode] = g.cost[mode] == 0 ? ticks : (3 * g.cost[mode] + ticks) / 4;
     kinds.store(what, g.cost);
   }
+  // Keep is tried only for tasks that finish faster than a microsecond
+  // each, as the spawner sees them in share: longer ones pay for a hand-off
+  // on any machine mote targets, and a window of keep would serialize them.
+  static const std::uint64_t try_keep_below = detail::ticks_per_us() * kWindow;
   int next;
   if (g.cost[1 - mode] == 0) {
-    next = 1 - mode;  // the other mode's first window
+    next = mode == 0 && g.cost[0] >= try_keep_below ? 0 : 1 - mode;  // the other mode's first window
   } else if (--g.until_probe == 0) {
     g.until_probe = kProbeWindows;
     next = g.cost[0] <= g.cost[1] ? 1 : 0;  // the slower mode, now and then
   } else {
     next = g.cost[1] < g.cost[0] ? 1 : 0;
   }
-  if (next != mode) g.settling = true;
   g.keep_local.store(next == 1, std::memory_order_relaxed);
+  g.window_pending = pending;
   g.window_start = detail::cycle_clock();
 }
 
@@ -957,8 +963,10 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   // left, or nothing is ready here. It never waits: tasks blocked elsewhere
   // are left to their predecessors.
   if (MOTE_UNLIKELY((df.spawned_since_wait_ & 63) == 0) && w != nullptr && w == group_access::owner(g)) {
-    if (df.grain_.measured.load(std::memory_order_relaxed) && w->runtime().num_workers() > 1)
-      next_window(df.grain_, df.spawned_since_wait_, t->trace_what);
+    const std::uint64_t spawned = df.spawned_since_wait_;
+    if ((spawned == 64 || spawned % kWindow == 0) && df.grain_.measured.load(std::memory_order_relaxed) &&
+        w->runtime().num_workers() > 1)
+      next_window(df.grain_, spawned, t->trace_what, group_access::pending_for_owner(g));
     const std::uint32_t limit = df.throttle_;
     if (limit != 0 && group_access::pending_for_owner(g) > limit) {
       while (group_access::pending_for_owner(g) > limit / 2) {

@@ -171,9 +171,9 @@ struct alignas(cache_line) df_grain {
   // of a window's ticks in each mode (0: share, 1: keep; 0 ticks: not
   // measured yet), windows until the next probe of the slower mode.
   std::uint64_t window_start = 0;
+  std::uint32_t window_pending = 0;  // the scope's pending tasks when it began
   std::uint64_t cost[2] = {0, 0};
   std::uint32_t until_probe = 16;
-  bool settling = false;  // the window after a switch: not counted
 };
 
 // The registration table of a scope: first address -> last access, owned by
