@@ -170,6 +170,20 @@ constinit thread_local detail::df_task* tl_current __attribute__((tls_model("ini
 // kProbeWindows to follow changes. A new scope starts from what the scopes
 // of the same tasks measured (kind_memory).
 constexpr std::uint64_t kWindow = 4096;
+constexpr std::uint32_t kSampleEvery = 16;
+constinit thread_local std::uint32_t tl_until_sample __attribute__((tls_model("initial-exec"))) = 1;
+
+// A sampled body's ticks into the scope's moving average (relaxed: an
+// estimate; a lost update is a lost sample; one sample moves it at most 4x
+// up, since a preemption inside a timed body is not the task's length).
+void note_body(detail::df_grain& g, std::uint64_t ticks) noexcept {
+  const std::uint64_t old = g.body.load(std::memory_order_relaxed);
+  if (old != 0 && ticks > 4 * old) ticks = 4 * old;
+  std::uint64_t now = old == 0 ? ticks : (7 * old + ticks) / 8;
+  if (now == 0) now = 1;
+  if (now > 0xffffffffu) now = 0xffffffffu;
+  g.body.store(static_cast<std::uint32_t>(now), std::memory_order_relaxed);
+}
 constexpr std::uint32_t kProbeWindows = 16;
 
 
@@ -760,13 +774,14 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, s
     g.cost[mode] = g.cost[mode] == 0 ? ticks : (3 * g.cost[mode] + ticks) / 4;
     kinds.store(what, g.cost);
   }
-  // Keep is tried only for tasks that finish faster than a microsecond
-  // each, as the spawner sees them in share: longer ones pay for a hand-off
-  // on any machine mote targets, and a window of keep would serialize them.
-  static const std::uint64_t try_keep_below = detail::ticks_per_us() * kWindow;
+  // Keep is tried only for tasks whose bodies take less than a microsecond
+  // (sampled on this worker): longer ones pay for a hand-off on any machine
+  // mote targets, and a window of keep would run them one by one.
+  static const std::uint64_t try_keep_below = detail::ticks_per_us();
+  const std::uint32_t body = g.body.load(std::memory_order_relaxed);
   int next;
   if (g.cost[1 - mode] == 0) {
-    next = mode == 0 && g.cost[0] >= try_keep_below ? 0 : 1 - mode;  // the other mode's first window
+    next = mode == 0 && (body == 0 || body >= try_keep_below) ? 0 : 1 - mode;  // the other mode's first window
   } else if (--g.until_probe == 0) {
     g.until_probe = kProbeWindows;
     next = g.cost[0] <= g.cost[1] ? 1 : 0;  // the slower mode, now and then
@@ -1067,6 +1082,10 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
   // ordered after it by the fetch_sub below.
   t->events.store(1, std::memory_order_relaxed);
   // Relaxed: as in a task_group task, cancellation is a request.
+  // One body in kSampleEvery that runs on the worker that spawned it is
+  // timed, for the locality's choice of what to try (next_window).
+  const bool sampled = t->home == &w.cache() && --tl_until_sample == 0;
+  const std::uint64_t t0 = MOTE_UNLIKELY(sampled) ? cycle_clock() : 0;
   if (!failed && (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled())) {
     const std::uint32_t level = w.enter_group(&g);
     df_task* outer = tl_current;
@@ -1079,6 +1098,10 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
     }
     tl_current = outer;
     w.leave_group(level);
+  }
+  if (MOTE_UNLIKELY(sampled)) {
+    tl_until_sample = kSampleEvery;
+    note_body(df_scope_access::grain(*t->scope), cycle_clock() - t0);
   }
   destroy_callable(t);  // the record stays until its accesses are final
   if (failed) t->poisoned.store(true, std::memory_order_relaxed);  // read by the last event's end

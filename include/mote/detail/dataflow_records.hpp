@@ -167,6 +167,9 @@ struct alignas(cache_line) df_grain {
   std::atomic<bool> keep_local{false};
   // Automatic (else set_locality fixed keep_local). Relaxed: a setting.
   std::atomic<bool> measured{true};
+  // A task's body, a moving average of samples on the owner (cycle-counter
+  // ticks; 0: none yet). Relaxed: an estimate.
+  std::atomic<std::uint32_t> body{0};
   // The owner's alone: when the current window began, and the moving average
   // of a window's ticks in each mode (0: share, 1: keep; 0 ticks: not
   // measured yet), windows until the next probe of the slower mode.
