@@ -1107,8 +1107,11 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
   if (failed) t->poisoned.store(true, std::memory_order_relaxed);  // read by the last event's end
   // acq_rel: the thread that ends the task (the last of the body and the
   // events) sees what the others did before their count-down (the body's
-  // writes, a transfer's data).
-  if (MOTE_UNLIKELY(t->events.load(std::memory_order_relaxed) != 1) &&
+  // writes, a transfer's data). The load first spares the read-modify-write
+  // when only the body is left; acquire, since a 1 there may be what the
+  // last fulfil left, whose writes this thread must then see (the data its
+  // successors read, and the record it may free).
+  if (MOTE_UNLIKELY(t->events.load(std::memory_order_acquire) != 1) &&
       t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) {
     return nullptr;  // the last event's fulfil ends it
   }
