@@ -94,17 +94,15 @@ void block_in_mpi(std::span<MPI_Request> requests, MPI_Status* statuses, service
   check(rc, "MPI_Waitall");
 }
 
-// The blocking wait of a worker: the requests go to the service, and the
-// worker runs other tasks until the service has seen them all complete.
-void wait_on_worker(std::span<MPI_Request> requests, MPI_Status* statuses, service& svc,
-                    mote::detail::worker& w) {
-  // Complete already (or null): no hand-over. Testall fills the statuses of
-  // all when it reports all complete, and touches nothing otherwise.
+// The requests still pending, with where each one's status goes, or false
+// when all are complete already (or null): Testall then filled every
+// status, and touched nothing otherwise. A null request's status is set
+// empty here, as MPI_Waitall would.
+bool pending_requests(std::span<MPI_Request> requests, MPI_Status* statuses, std::vector<MPI_Request>& live,
+                      std::vector<const MPI_Status*>& where) {
   int flag = 0;
   check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag, statuses), "MPI_Testall");
-  if (flag != 0) return;
-  std::vector<MPI_Request> live;
-  std::vector<const MPI_Status*> where;
+  if (flag != 0) return false;
   live.reserve(requests.size());
   where.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -115,6 +113,17 @@ void wait_on_worker(std::span<MPI_Request> requests, MPI_Status* statuses, servi
     live.push_back(requests[i]);
     where.push_back(statuses != MPI_STATUSES_IGNORE ? &statuses[i] : nullptr);
   }
+  return true;
+}
+
+// The blocking wait of a worker: the requests go to the service, and the
+// worker runs other tasks until the service has seen them all complete.
+void wait_on_worker(std::span<MPI_Request> requests, MPI_Status* statuses, service& svc,
+                    mote::detail::worker& w) {
+  // Complete already (or null): no hand-over.
+  std::vector<MPI_Request> live;
+  std::vector<const MPI_Status*> where;
+  if (!pending_requests(requests, statuses, live, where)) return;
   ticket t;
   t.remaining = static_cast<std::uint32_t>(live.size());
   t.waiter = &w;
@@ -150,21 +159,9 @@ void do_iwaitall(std::span<MPI_Request> requests, MPI_Status* statuses) {
     do_waitall(requests, statuses);
     return;
   }
-  int flag = 0;
-  check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag, statuses), "MPI_Testall");
-  if (flag != 0) return;
   std::vector<MPI_Request> live;
   std::vector<const MPI_Status*> where;
-  live.reserve(requests.size());
-  where.reserve(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) {
-      if (statuses != MPI_STATUSES_IGNORE) set_empty(&statuses[i]);
-      continue;
-    }
-    live.push_back(requests[i]);
-    where.push_back(statuses != MPI_STATUSES_IGNORE ? &statuses[i] : nullptr);
-  }
+  if (!pending_requests(requests, statuses, live, where)) return;
   auto t = std::make_unique<ticket>();
   t->remaining = static_cast<std::uint32_t>(live.size());
   t->event = dataflow_event::open();
