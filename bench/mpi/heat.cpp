@@ -63,67 +63,7 @@ void timed_waitall(std::vector<MPI_Request>& rs, int threads) {
 // mote, both modes: heat::solve with the tiles timed.
 void solve_mote(heat::local_grid& g, int sweeps, bool blocking, mote::runtime& rt) {
   rt.run([&] {
-    // heat::solve relaxes through g.relax; the timed variant of the same
-    // graph is below (kept identical to heat::solve but for relax_timed).
-    const int nbi = g.block_rows(), nbj = g.block_cols(), b = g.block();
-    const int above = g.rank() - 1, below = g.rank() + 1;
-    const bool has_above = above >= 0, has_below = below < g.ranks();
-    MPI_Comm comm = MPI_COMM_WORLD;
-    auto finish = [blocking](MPI_Request& r) {
-      if (blocking) {
-        mote::mpi::wait(r);
-      } else {
-        mote::mpi::iwait(r);
-      }
-    };
-    const std::size_t ts = static_cast<std::size_t>(b) * b;
-    mote::dataflow df;
-    for (int s = 0; s < sweeps; ++s) {
-      for (int bj = 0; bj < nbj; ++bj) {
-        if (has_above) {
-          df.spawn(mote::out(g.ghost_up(bj), b), [&g, bj, b, above, comm, finish] {
-            MPI_Request r;
-            MPI_Irecv(g.ghost_up(bj), b, MPI_DOUBLE, above, heat::tag_down(bj), comm, &r);
-            finish(r);
-          });
-        }
-        if (has_below && s > 0) {
-          df.spawn(mote::out(g.ghost_down(bj), b), [&g, bj, b, below, comm, finish] {
-            MPI_Request r;
-            MPI_Irecv(g.ghost_down(bj), b, MPI_DOUBLE, below, heat::tag_up(bj), comm, &r);
-            finish(r);
-          });
-        }
-      }
-      for (int bi = 0; bi < nbi; ++bi) {
-        for (int bj = 0; bj < nbj; ++bj) {
-          const double* up = bi > 0 ? g.tile(bi - 1, bj) : g.ghost_up(bj);
-          const std::size_t up_n = bi > 0 ? ts : static_cast<std::size_t>(b);
-          const double* down = bi + 1 < nbi ? g.tile(bi + 1, bj) : g.ghost_down(bj);
-          const std::size_t down_n = bi + 1 < nbi ? ts : static_cast<std::size_t>(b);
-          const double* left = bj > 0 ? g.tile(bi, bj - 1) : g.tile(bi, bj);
-          const double* right = bj + 1 < nbj ? g.tile(bi, bj + 1) : g.tile(bi, bj);
-          df.spawn(mote::inout(g.tile(bi, bj), ts), mote::in(up, up_n), mote::in(down, down_n),
-                   mote::in(left, ts), mote::in(right, ts), [&g, bi, bj] { relax_timed(g, bi, bj); });
-          if (bi == 0 && has_above && s + 1 < sweeps) {
-            df.spawn(mote::in(g.tile(0, bj), ts), [&g, bj, b, above, comm, finish] {
-              MPI_Request r;
-              MPI_Isend(g.top_row(bj), b, MPI_DOUBLE, above, heat::tag_up(bj), comm, &r);
-              finish(r);
-            });
-          }
-          if (bi == nbi - 1 && has_below) {
-            df.spawn(mote::in(g.tile(nbi - 1, bj), ts), [&g, bj, b, below, comm, finish] {
-              MPI_Request r;
-              MPI_Isend(g.bottom_row(bj), b, MPI_DOUBLE, below, heat::tag_down(bj), comm, &r);
-              finish(r);
-            });
-          }
-        }
-      }
-      if (blocking) df.wait();  // as heat::solve: see there
-    }
-    df.wait();
+    heat::solve(g, sweeps, blocking, MPI_COMM_WORLD, [&g](int bi, int bj) { relax_timed(g, bi, bj); });
   });
 }
 

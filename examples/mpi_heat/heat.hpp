@@ -146,8 +146,10 @@ inline int tag_up(int bj) { return 2 * bj + 1; }   // a first row, to rank-1
 // message. blocking = false binds each message to its task with iwait (the
 // task returns at once; the readers of the halo wait for its arrival);
 // blocking = true waits inside the task (the worker runs other tasks
-// meanwhile) and waits for the tasks at the end of every sweep.
-inline void solve(local_grid& g, int sweeps, bool blocking, MPI_Comm comm) {
+// meanwhile) and waits for the tasks at the end of every sweep. `relax(bi,
+// bj)` relaxes one tile (g.relax, or a variant that also times it).
+template <class Relax>
+void solve(local_grid& g, int sweeps, bool blocking, MPI_Comm comm, Relax relax) {
   const int nbi = g.block_rows(), nbj = g.block_cols(), b = g.block();
   const int above = g.rank() - 1, below = g.rank() + 1;
   const bool has_above = above >= 0, has_below = below < g.ranks();
@@ -190,7 +192,7 @@ inline void solve(local_grid& g, int sweeps, bool blocking, MPI_Comm comm) {
         const double* left = bj > 0 ? g.tile(bi, bj - 1) : g.tile(bi, bj);
         const double* right = bj + 1 < nbj ? g.tile(bi, bj + 1) : g.tile(bi, bj);
         df.spawn(mote::inout(g.tile(bi, bj), ts), mote::in(up, up_n), mote::in(down, down_n), mote::in(left, ts),
-                 mote::in(right, ts), [&g, bi, bj] { g.relax(bi, bj); });
+                 mote::in(right, ts), [relax, bi, bj] { relax(bi, bj); });
         // The rows the neighbours wait for, as soon as their tile is done.
         if (bi == 0 && has_above && s + 1 < sweeps) {
           df.spawn(mote::in(g.tile(0, bj), ts), [&g, bj, b, above, comm, finish] {
@@ -216,6 +218,9 @@ inline void solve(local_grid& g, int sweeps, bool blocking, MPI_Comm comm) {
     if (blocking) df.wait();
   }
   df.wait();
+}
+inline void solve(local_grid& g, int sweeps, bool blocking, MPI_Comm comm) {
+  solve(g, sweeps, blocking, comm, [&g](int bi, int bj) { g.relax(bi, bj); });
 }
 
 }  // namespace heat
