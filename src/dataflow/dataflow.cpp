@@ -149,9 +149,10 @@ constinit thread_local detail::df_task* tl_current __attribute__((tls_model("ini
 // A scope in `keep` mode keeps its ready tasks on the worker that readied
 // them: the first one a task's end readies runs next there (the immediate
 // successor), the others wait among its pool's kept tasks
-// (split_deque::keep), which no thief sees and every loop that takes the
-// worker's pool work finds (its idle loop, its waits, the spawner's
-// throttle). In `share` mode they go to the pool, which shares them when an
+// (split_deque::keep), which a thief's request does not share and every
+// loop that takes the worker's pool work finds (its idle loop, its waits,
+// the spawner's throttle); they reach a thief only when the worker goes
+// quiet (it computes for long, or blocks) and is not taking them. In `share` mode they go to the pool, which shares them when an
 // idle worker asks, and the immediate successor is kept only while nobody
 // asks.
 //
@@ -557,10 +558,9 @@ void engine::ready(df_task* t) noexcept {
     if (displaced == nullptr) return;
     t = displaced;
   }
-  if (keep) {
-    w->pool().keep(t);  // no thief sees it; this worker's pool pops find it
-    return;
-  }
+  // Kept: this worker's pool pops find it, and a thief only if this worker
+  // goes quiet (split_deque::keep). No room there: scheduled as any other.
+  if (keep && w->pool().keep(t)) return;
   // Under work stealing: this worker's pool (a chain stays where its data is
   // warm, and an idle worker steals it). Only the spawning thread readies
   // tasks from outside the runtime, and submit() throws only in a forked

@@ -32,7 +32,7 @@
 #include <cassert>
 #include <thread>
 
-#include "mote/detail/queue_wait.hpp"  // publish_pending_batches
+#include "mote/detail/queue_wait.hpp"  // publish_before_wait
 #include "mote/error.hpp"
 #include "wait/event_count.hpp"
 #include "wait/idle.hpp"
@@ -134,7 +134,7 @@ class barrier_waiter {
   bool park(Done& done) noexcept {
     // About to sleep: the partial batches this thread produced become
     // visible first (idle_wait::spin does it too, when this thread spun).
-    detail::publish_pending_batches();
+    detail::publish_before_wait();
     std::atomic<std::uint32_t>& word = self_.park.word;
     waiter_slot::prepare(word, &sleepers_);  // A, then X
     const bool found = done();               // L
