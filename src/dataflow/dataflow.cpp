@@ -340,12 +340,22 @@ void df_table::reserve(std::uint32_t more) {
 }
 
 const df_table::entry* df_table::find(const void* address) const noexcept {
+  if (MOTE_UNLIKELY(address == nullptr)) return null_used ? &null_region : nullptr;
   std::uint32_t i = table_hash(address) & mask;
   while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
   return slots[i].address != nullptr ? &slots[i] : nullptr;
 }
 
 df_table::entry& df_table::find_or_insert(const void* address) noexcept {
+  if (MOTE_UNLIKELY(address == nullptr)) {
+    // The null region: its own entry (nullptr marks the slots' empty ones).
+    if (!null_used) {
+      null_used = true;
+      null_region.last = nullptr;
+      ++used;
+    }
+    return null_region;
+  }
   std::uint32_t i = table_hash(address) & mask;
   while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
   if (slots[i].address == nullptr) {
@@ -358,6 +368,8 @@ df_table::entry& df_table::find_or_insert(const void* address) noexcept {
 
 void df_table::clear() noexcept {
   for (std::uint32_t i = 0; i <= mask; ++i) slots[i] = entry{nullptr, nullptr};
+  null_region = entry{nullptr, nullptr};
+  null_used = false;
   used = 0;
 }
 
@@ -1204,10 +1216,9 @@ std::exception_ptr dataflow::finish_wait(task_group_status* status) {
   detail::worker* w = detail::current_worker;
   if (w != nullptr && &w->runtime() != runtime_) w = nullptr;
   detail::engine e{w, runtime_, nullptr, my_mailbox()};
-  for (std::uint32_t i = 0; i <= table_.mask; ++i) {
-    detail::df_access* last = table_.slots[i].last;
-    if (last != nullptr) e.post({last, kSealed, nullptr, 0});
-  }
+  table_.for_each([&e](detail::df_table::entry& slot) {
+    if (slot.last != nullptr) e.post({slot.last, kSealed, nullptr, 0});
+  });
   e.drain();
   table_.clear();
   if (graph_) graph_->chains.clear();  // later tasks depend on nothing before the wait

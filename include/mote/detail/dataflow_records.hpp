@@ -182,6 +182,9 @@ struct alignas(cache_line) df_grain {
 // The registration table of a scope: first address -> last access, owned by
 // the spawning thread. Open addressing; starts inline, grows on the heap (in
 // reserve() only, so that a registration that has begun to link cannot fail).
+// A slot's address nullptr marks it empty, so the region at nullptr (an empty
+// vector's data(), a null pointer in a depend clause) has an entry of its own
+// beside the slots, `null_region`, and is otherwise a region like any other.
 struct df_table {
   struct entry {
     const void* address;
@@ -190,8 +193,10 @@ struct df_table {
   static constexpr std::uint32_t kInline = 16;
   entry* slots = inline_;
   std::uint32_t mask = kInline - 1;
-  std::uint32_t used = 0;
+  std::uint32_t used = 0;  // entries in use, null_region's among them
   entry inline_[kInline] = {};
+  entry null_region = {nullptr, nullptr};
+  bool null_used = false;
 
   df_table() = default;
   ~df_table();
@@ -206,6 +211,14 @@ struct df_table {
   // room (reserve()).
   MOTE_API entry& find_or_insert(const void* address) noexcept;
   MOTE_API void clear() noexcept;
+  // Calls f(entry&) for every entry in use (null_region's too).
+  template <class F>
+  void for_each(F&& f) {
+    for (std::uint32_t i = 0; i <= mask; ++i) {
+      if (slots[i].address != nullptr) f(slots[i]);
+    }
+    if (null_used) f(null_region);
+  }
 };
 
 // Is an argument of spawn a typed reduction (mote::reduction)?
