@@ -959,6 +959,84 @@ TEST(Dataflow, AMinusReductionSubtractsFromTheTarget) {
   });
 }
 
+// A reduction operator whose combine throws: the scope's wait delivers the
+// exception, and only what depends on the reduction's result is skipped, as
+// after a failed task. Its combine runs where the reduction ends: at the
+// wait (no later access), in the spawn of a later access (every reduction
+// task has ended), or at the end of the last reduction task (the later
+// access came first). Before, each of these ended the process.
+struct combine_failure : std::runtime_error {
+  combine_failure() : std::runtime_error("combine failed") {}
+};
+struct failing_plus {
+  long operator()(long, long) const { throw combine_failure(); }
+};
+
+enum class combine_site { wait, spawn, task_end };
+
+void a_combine_that_throws(combine_site site) {
+  using namespace std::chrono_literals;
+  mote::runtime rt(workers(2));
+  for (int rep = 0; rep < 20; ++rep) {
+    mote_test::lifetime::live.store(0);
+    long sum = 0, other = 0, seen = -1;
+    std::atomic<bool> go{site != combine_site::task_end};
+    std::atomic<int> bodies{0}, skipped_ran{0};
+    mote::dataflow df(rt);
+    for (long k = 1; k <= 4; ++k) {
+      df.spawn(mote::reduction(failing_plus{}, sum, 0L), [&, k, keep = mote_test::lifetime(k)](long& s) {
+        (void)keep;
+        const auto limit = std::chrono::steady_clock::now() + 60s;
+        while (!go.load() && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+        s += k;
+        bodies.fetch_add(1);
+      });
+    }
+    df.spawn(mote::inout(other), [&] { other += 1; });  // independent: runs
+    if (site == combine_site::spawn) {
+      const auto limit = std::chrono::steady_clock::now() + 60s;
+      while (bodies.load() < 4 && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+      ASSERT_EQ(bodies.load(), 4);
+      // Only widens the window for the reduction tasks' ends to pass (the
+      // test holds without it: the combine then runs at the last task's end).
+      std::this_thread::sleep_for(1ms);
+    }
+    if (site != combine_site::wait) {
+      // Need the combined value: skipped, and what follows them through sum too.
+      df.spawn(mote::in(sum), [&, keep = mote_test::lifetime(10)] {
+        (void)keep;
+        seen = sum;
+        skipped_ran.fetch_add(1);
+      });
+      df.spawn(mote::inout(sum), mote::inout(other), [&] { skipped_ran.fetch_add(1); });
+    }
+    go.store(true);
+    df.spawn(mote::inout(other), [&] { other += 10; });  // after a skipped task on `other` (task_end, spawn)
+    bool thrown = false;
+    try {
+      df.wait();
+    } catch (const combine_failure&) {
+      thrown = true;
+    }
+    ASSERT_TRUE(thrown) << "site " << static_cast<int>(site) << ", rep " << rep;
+    EXPECT_EQ(bodies.load(), 4);
+    EXPECT_EQ(skipped_ran.load(), 0);
+    EXPECT_EQ(seen, -1);
+    // The second task on `other` follows one that was skipped: skipped too.
+    EXPECT_EQ(other, site == combine_site::wait ? 11 : 1);
+    EXPECT_EQ(mote_test::lifetime::live.load(), 0);  // every closure destroyed
+    // The scope goes on: a reduction that works, and the failure is not reported twice.
+    sum = 5;
+    for (long k = 1; k <= 3; ++k) df.spawn(mote::reduction(std::plus<>{}, sum), [k](long& s) { s += k; });
+    EXPECT_NO_THROW(df.wait());
+    EXPECT_EQ(sum, 11);
+  }
+}
+
+TEST(DataflowReductionFailure, ACombineThatThrowsAtTheWait) { a_combine_that_throws(combine_site::wait); }
+TEST(DataflowReductionFailure, ACombineThatThrowsInALaterSpawn) { a_combine_that_throws(combine_site::spawn); }
+TEST(DataflowReductionFailure, ACombineThatThrowsAtTheLastTasksEnd) { a_combine_that_throws(combine_site::task_end); }
+
 // ---- Random task graphs against a serial run ------------------------------------------
 
 struct rtask {

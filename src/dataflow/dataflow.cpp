@@ -392,6 +392,10 @@ struct engine {
   // in this cache), unless a thief has asked this worker for work.
   // nullptr `successor_slot`: none kept (registration, a fulfil elsewhere).
   df_task** successor_slot = nullptr;
+  // The scope's wait (its seal), after the group's wait is over: where a
+  // reduction's combine that throws leaves its exception (the first one).
+  // nullptr: into the scope's group, whose wait is still to come.
+  std::exception_ptr* combine_error = nullptr;
 
   // Delivers m and everything it leads to, until the box is empty.
   void post(const message& m) { box.push(m); }
@@ -438,10 +442,11 @@ struct engine {
 
     const bool r = !send_ready(old) && send_ready(now);
     const bool d = !send_done(old) && send_done(now);
+    bool combine_failed = false;
     if (!group_ends(old) && group_ends(now) && a->group != nullptr) {
       // Every member has finished (D and C here): their writes to the shared
       // state happened before the fetch-ors that brought D to this access.
-      if (a->type == access_type::reduction) a->group->combine();
+      if (a->type == access_type::reduction) combine_failed = !combine(a);
       delete a->group;
     }
     if (r || d) {
@@ -461,7 +466,10 @@ struct engine {
         if (same) {
           msg |= (now & kPoison) | (failed_here ? kGroupFail : 0);
         } else {
-          msg |= ((now & kPoison) != 0 || failed_here) ? kPoison : 0;
+          // A reduction whose combine failed ends here, in this fetch-or (the
+          // group ends at S without SS together with D): what follows it
+          // reads a target it left half combined, and is skipped.
+          msg |= ((now & kPoison) != 0 || failed_here || combine_failed) ? kPoison : 0;
         }
         if (!done_unacked(now)) ack |= kDoneSent;
       }
@@ -475,6 +483,25 @@ struct engine {
   }
 
   static std::uint64_t flow_id(const df_access* a) { return (a->task->trace_id << 16) | a->index; }
+
+  // Folds the copies of the reduction that ends at `a` into its target. An
+  // operator that throws fails the scope's wait as a task that throws does
+  // (its exception, unless an earlier one came first); false then.
+  bool combine(df_access* a) noexcept {
+    try {
+      a->group->combine();
+      return true;
+    } catch (...) {
+      if (combine_error != nullptr) {
+        if (!*combine_error) *combine_error = std::current_exception();
+      } else {
+        // Before the count-down of the task whose end (or registration, on
+        // the scope's own thread) got here, which the scope's wait follows.
+        group_access::record_exception_only(*a->task->group, std::current_exception());
+      }
+      return false;
+    }
+  }
 
   void ready(df_task* t) noexcept;
   void release_access(df_task* t) noexcept;
@@ -1216,6 +1243,7 @@ std::exception_ptr dataflow::finish_wait(task_group_status* status) {
   detail::worker* w = detail::current_worker;
   if (w != nullptr && &w->runtime() != runtime_) w = nullptr;
   detail::engine e{w, runtime_, nullptr, my_mailbox()};
+  e.combine_error = &error;
   table_.for_each([&e](detail::df_table::entry& slot) {
     if (slot.last != nullptr) e.post({slot.last, kSealed, nullptr, 0});
   });
