@@ -642,14 +642,21 @@ void* reduction_slot(df_access& acc, worker& w) { return acc.group->slot(w.index
 
 // ---- Allocation -----------------------------------------------------------------
 
-df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w) {
+df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, const runtime_impl* scope_runtime) {
   const std::size_t align = alignof(df_access);
   const std::size_t head = (info.record_size + align - 1) / align * align;
   const std::size_t bytes = head + n * sizeof(df_access);
   const record_tag tag = pools_enabled() ? record_tag::of(bytes, info.record_align)
                                          : record_tag::uncached(info.record_align);
-  const homed_record block =
-      take_record_with_home(tag, bytes, w != nullptr ? &w->cache() : nullptr);
+  homed_record block;
+  if (w == nullptr || &w->runtime() == scope_runtime) {
+    block = take_record_with_home(tag, bytes, w != nullptr ? &w->cache() : nullptr);
+  } else {
+    // A worker of another runtime, which may end before the scope frees the
+    // record: the block comes from its cache, but has no home to go back to
+    // (a home must outlive the record; the scope's runtime does).
+    block = {take_record(tag, bytes, w->cache()), nullptr};
+  }
   auto* accesses = reinterpret_cast<df_access*>(static_cast<char*>(block.memory) + head);
   return {block.memory, accesses, tag, block.home};
 }

@@ -146,7 +146,7 @@ struct df_task : group_task_base {
   df_task* next_waiting;      // the next task in the waiting list of a token (under its mutex)
   df_access* accesses;
   dataflow* scope;
-  task_cache* home;           // the cache the block goes back to, or nullptr
+  task_cache* home;           // the cache the block goes back to (the scope's runtime's), or nullptr
   std::uint64_t trace_id;     // MOTE_TRACE: flow arrows
   const void* trace_what;     // the task's function (or name) for the trace
   bool trace_named;
@@ -273,14 +273,19 @@ struct df_spawn_info {
 };
 // A record's block: room for n accesses after `record_size` bytes, from the
 // record allocator (the calling worker w's cache, or nullptr), and what
-// giving it back needs (df_task's tag and home).
+// giving it back needs (df_task's tag and home). The home is w's cache only
+// when w is a worker of the scope's runtime (scope_runtime): every record of
+// a scope is freed before its wait returns, which its runtime outlives, so
+// the home cache is alive whenever the record is given back. A worker of
+// another runtime, which may end first, lends a block with no home.
 struct df_block {
   void* memory;
   df_access* accesses;
   record_tag tag;
   task_cache* home;
 };
-MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w);
+MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w,
+                              const runtime_impl* scope_runtime);
 // Gives back a block whose task never registered (on the thread that allocated it).
 MOTE_API void df_deallocate(const df_block& block) noexcept;
 // Registers t's accesses (already described in descs) and readies it when
