@@ -599,7 +599,9 @@ TEST(Dataflow, ANullRegionIsOrderedLikeAnyOther) {
     for (int rep = 0; rep < 3; ++rep) {
       mote::dataflow df;
       std::vector<int> order;
-      for (int i = 0; i < 8; ++i) df.spawn(mote::inout(empty.data(), empty.size()), [&order, i] { order.push_back(i); });
+      for (int i = 0; i < 8; ++i) {
+        df.spawn(mote::inout(empty.data(), empty.size()), [&order, i] { order.push_back(i); });
+      }
       // Readers together, then a writer after all of them.
       for (int i = 8; i < 11; ++i) df.spawn(mote::in(empty.data(), 0), [&order, i] { order.push_back(i); });
       df.spawn(mote::out(empty.data(), 0), [&order] { order.push_back(11); });
