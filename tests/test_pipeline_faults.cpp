@@ -40,7 +40,8 @@ struct counted {
 
 struct stage_failure : std::runtime_error {
   std::uint32_t stage;
-  explicit stage_failure(std::uint32_t s) : std::runtime_error("stage " + std::to_string(s) + " failed"), stage(s) {}
+  explicit stage_failure(std::uint32_t s)
+      : std::runtime_error("stage " + std::to_string(s) + " failed"), stage(s) {}
 };
 
 // Spins (yielding) until pred() holds, for a minute at most: only turns a
@@ -117,8 +118,10 @@ struct seam_guard {
 // One run with the start of copy `copy` of stage `stage` failing; `earlier`:
 // a stage before it fails first (kStages: none).
 void start_fails(mote::runtime& rt, std::uint32_t stage, std::size_t copy, std::uint32_t earlier) {
-  SCOPED_TRACE("start of stage " + std::to_string(stage) + " copy " + std::to_string(copy) + " fails, " +
-               (earlier < kStages ? "stage " + std::to_string(earlier) + " failed before" : "no failure before"));
+  SCOPED_TRACE("start of stage " + std::to_string(stage) + " copy " + std::to_string(copy) +
+               " fails, " +
+               (earlier < kStages ? "stage " + std::to_string(earlier) + " failed before"
+                                  : "no failure before"));
   counted::live.store(0);
   start_plan p;
   p.fail_stage = stage;
@@ -133,25 +136,20 @@ void start_fails(mote::runtime& rt, std::uint32_t stage, std::size_t copy, std::
     try {
       mote::parallel_pipeline(
           mote::pipeline_options{.max_in_flight = 8, .dedicated_threads = true, .rt = &rt},
-          mote::make_stage<void, counted>(stage_mode::serial_in_order,
-                                          [&](mote::flow_control& fc) {
-                                            if (earlier == 0) throw stage_failure(0);
-                                            const long i = p.made.fetch_add(1);
-                                            if (i == n) fc.stop();
-                                            return counted(i);
-                                          }) &
-              mote::make_stage<counted, counted>(stage_mode::parallel,
-                                                 [&](counted c) {
-                                                   if (earlier == 1) throw stage_failure(1);
-                                                   return counted(c.v + 1);
-                                                 }) &
-              mote::make_stage<counted, counted>(stage_mode::serial_in_order,
-                                                 [&](counted c) {
-                                                   if (earlier == 2) throw stage_failure(2);
-                                                   return counted(c.v + 1);
-                                                 }) &
-              mote::make_stage<counted, void>(stage_mode::serial_out_of_order,
-                                              [&](counted c) { sunk.fetch_add(c.v >= 0 ? 1 : 0); }));
+          mote::make_stage<void, counted>(stage_mode::serial_in_order, [&](mote::flow_control& fc) {
+            if (earlier == 0) throw stage_failure(0);
+            const long i = p.made.fetch_add(1);
+            if (i == n) fc.stop();
+            return counted(i);
+          }) & mote::make_stage<counted, counted>(stage_mode::parallel, [&](counted c) {
+            if (earlier == 1) throw stage_failure(1);
+            return counted(c.v + 1);
+          }) & mote::make_stage<counted, counted>(stage_mode::serial_in_order, [&](counted c) {
+            if (earlier == 2) throw stage_failure(2);
+            return counted(c.v + 1);
+          }) & mote::make_stage<counted, void>(stage_mode::serial_out_of_order, [&](counted c) {
+            sunk.fetch_add(c.v >= 0 ? 1 : 0);
+          }));
     } catch (const std::system_error& e) {
       start_error = std::string(e.what()).find("injected: stage thread start") != std::string::npos;
     } catch (const stage_failure& e) {
@@ -169,14 +167,16 @@ void start_fails(mote::runtime& rt, std::uint32_t stage, std::size_t copy, std::
   }
   EXPECT_LT(p.made.load(), n) << "the source did not stop";
   EXPECT_EQ(counted::live.load(), 0) << "values made and never destroyed";
-  for (std::uint32_t i = 0; i < kStages; ++i) EXPECT_EQ(p.ended[i].load(), p.started[i].load()) << "stage " << i;
+  for (std::uint32_t i = 0; i < kStages; ++i)
+    EXPECT_EQ(p.ended[i].load(), p.started[i].load()) << "stage " << i;
 }
 
 TEST(PipelineThreadStart, FailsAtEachStageAndCopy) {
   mote::runtime rt(workers(kWorkers));
   for (int rep = 0; rep < 5; ++rep) {
     for (std::uint32_t stage = 0; stage < kStages; ++stage) {
-      for (std::size_t copy = 0; copy < copies_of(stage); ++copy) start_fails(rt, stage, copy, kStages);
+      for (std::size_t copy = 0; copy < copies_of(stage); ++copy)
+        start_fails(rt, stage, copy, kStages);
     }
   }
 }
@@ -186,7 +186,8 @@ TEST(PipelineThreadStart, FailsAfterAnEarlierStageFailed) {
   for (int rep = 0; rep < 5; ++rep) {
     for (std::uint32_t stage = 1; stage < kStages; ++stage) {
       for (std::size_t copy = 0; copy < copies_of(stage); ++copy) {
-        for (std::uint32_t earlier = 0; earlier < stage; ++earlier) start_fails(rt, stage, copy, earlier);
+        for (std::uint32_t earlier = 0; earlier < stage; ++earlier)
+          start_fails(rt, stage, copy, earlier);
       }
     }
   }
@@ -199,13 +200,14 @@ TEST(PipelineThreadStart, TheSeamUnsetStartsThreadsAsUsual) {
   long next = 0, sum = 0;
   mote::parallel_pipeline(
       mote::pipeline_options{.max_in_flight = 8, .dedicated_threads = true, .rt = &rt},
-      mote::make_stage<void, counted>(stage_mode::serial_in_order,
-                                      [&](mote::flow_control& fc) {
-                                        if (next == 1000) fc.stop();
-                                        return counted(next++);
-                                      }) &
-          mote::make_stage<counted, counted>(stage_mode::parallel, [](counted c) { return counted(c.v * 2); }) &
-          mote::make_stage<counted, void>(stage_mode::serial_in_order, [&](counted c) { sum += c.v; }));
+      mote::make_stage<void, counted>(stage_mode::serial_in_order, [&](mote::flow_control& fc) {
+        if (next == 1000) fc.stop();
+        return counted(next++);
+      }) & mote::make_stage<counted, counted>(stage_mode::parallel, [](counted c) {
+        return counted(c.v * 2);
+      }) & mote::make_stage<counted, void>(stage_mode::serial_in_order, [&](counted c) {
+        sum += c.v;
+      }));
   EXPECT_EQ(sum, 999L * 1000L);
   EXPECT_EQ(counted::live.load(), 0);
 }
@@ -251,10 +253,12 @@ bool task_engine_fails(mote::runtime& rt, pl::task_alloc_site site, long n, long
                                           if (i == n) fc.stop();
                                           return counted(i);
                                         }) &
-            mote::make_stage<counted, counted>(stage_mode::parallel, [](counted c) { return counted(c.v + 1); }) &
+            mote::make_stage<counted, counted>(stage_mode::parallel,
+                                               [](counted c) { return counted(c.v + 1); }) &
             mote::make_stage<counted, counted>(stage_mode::serial_out_of_order,
                                                [](counted c) {
-                                                 volatile long spin = 0;  // a stage that takes a while
+                                                 volatile long spin =
+                                                     0;  // a stage that takes a while
                                                  for (int k = 0; k < 200; ++k) spin = spin + k;
                                                  return counted(c.v + 1);
                                                }) &
@@ -265,7 +269,8 @@ bool task_engine_fails(mote::runtime& rt, pl::task_alloc_site site, long n, long
   }
   pl::task_engine_allocates = nullptr;
   const bool thrown = alloc_faults_thrown.load() != 0;
-  EXPECT_EQ(bad_alloc, thrown) << "the engine's failure did not reach the caller (or one came from nowhere)";
+  EXPECT_EQ(bad_alloc, thrown)
+      << "the engine's failure did not reach the caller (or one came from nowhere)";
   EXPECT_EQ(counted::live.load(), 0) << "values made and never destroyed";
   *made = source_calls.load();
   return thrown;
@@ -286,7 +291,8 @@ TEST(PipelineTaskEngine, BadAllocQueueingAnItemStopsTheSource) {
   int failed_runs = 0;
   for (int attempt = 0; attempt < 50 && failed_runs < 3; ++attempt) {
     long made = 0;
-    if (!task_engine_fails(rt, pl::task_alloc_site::gate_queue, n, &made)) continue;  // no two tasks met
+    if (!task_engine_fails(rt, pl::task_alloc_site::gate_queue, n, &made))
+      continue;  // no two tasks met
     ++failed_runs;
     EXPECT_LT(made, n) << "the source made the whole stream after the engine failed";
   }
