@@ -384,7 +384,9 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   const bool on_omp = self != nullptr && s.impl != nullptr && &self->runtime() == s.impl;
   if (on_omp) {
     r.rt = s.impl;
-  } else if (n > 1) {
+  } else if (n > 1 && detail::env_num_threads().value_or(2) > 1) {
+    // (MOTE_NUM_THREADS=1: the runtime would be its caller seat alone, which
+    // mote::runtime refuses; every region is then a team of one, below.)
     r.outermost = std::unique_lock<std::mutex>(s.outermost);
     {
       std::lock_guard<std::mutex> lock(s.mutex);

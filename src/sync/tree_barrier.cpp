@@ -29,7 +29,8 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "mote/detail/queue_wait.hpp"  // publish_before_wait
@@ -190,7 +191,13 @@ tree_barrier::tree_barrier(std::size_t n, std::chrono::nanoseconds spin)
 tree_barrier::~tree_barrier() = default;
 
 void tree_barrier::wait_erased(std::size_t id, hook poll, hook ready) noexcept {
-  assert(id < size_ && "tree_barrier::wait: id out of range");
+  if (MOTE_UNLIKELY(id >= size_)) {
+    // Misuse that wait() cannot throw for: a node past the array would be
+    // written, and the tree would wait for a thread that never comes.
+    std::fprintf(stderr, "mote::tree_barrier::wait: id %zu is out of range for a team of %zu threads (ids 0..%zu)\n",
+                 id, size_, size_ - 1);
+    std::abort();
+  }
   barrier_node& self = nodes_[id];
   // Relaxed: this thread (or the one that held `id` before it, through
   // whatever handed the id over) read this value when it left the last
