@@ -19,6 +19,7 @@
 #include "omp/tasks.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -176,6 +177,23 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
 
 void notify_waiter(std::atomic<std::atomic<std::uint32_t>*>& slot) noexcept {
   if (std::atomic<std::uint32_t>* word = slot.load(std::memory_order_seq_cst)) runtime_impl::wake_parked(*word);
+}
+
+// A test seam: MOTE_OMP_TEST_TASKWAIT_DEPEND_PAUSE_US=n makes the empty task
+// of taskwait depend pause n microseconds right after it has marked the
+// dependences met (the waiter may return then), so that a test can watch
+// what the task touches afterwards (tests/omp/taskwait_depend_frame.c).
+// Read once; 0 (unset) in production.
+int taskwait_depend_pause_us() noexcept {
+  static const int us = [] {
+    const char* text = std::getenv("MOTE_OMP_TEST_TASKWAIT_DEPEND_PAUSE_US");
+    return text != nullptr ? std::max(0, std::atoi(text)) : 0;
+  }();
+  return us;
+}
+
+__attribute__((noinline, cold)) void test_pause(int us) noexcept {
+  std::this_thread::sleep_for(std::chrono::microseconds(us));
 }
 
 void free_record(omp_task* t) noexcept {
@@ -515,9 +533,16 @@ void taskwait_depend(void** depend) {
   // An empty task with the same dependences: when it has run, they are met.
   std::atomic<std::uint32_t> reached{0};
   std::atomic<std::atomic<std::uint32_t>*> waiter{nullptr};
+  // Both live in this frame, which ends as soon as the waiter sees `reached`:
+  // as release_ref does, the task reads the waiter's word before its store
+  // and touches nothing of the frame after it. A waiter that publishes its
+  // word between the two misses this wake-up only if its last look missed
+  // the store too; its sleep is bounded (wait_until), so it looks again.
   df.spawn_accesses(deps.accesses, [&reached, &waiter] {
+    std::atomic<std::uint32_t>* word = waiter.load(std::memory_order_seq_cst);
     reached.store(1, std::memory_order_seq_cst);
-    notify_waiter(waiter);
+    if (MOTE_UNLIKELY(taskwait_depend_pause_us() != 0)) test_pause(taskwait_depend_pause_us());
+    wake_word(word);
   });
   wait_until([&reached] { return reached.load(std::memory_order_seq_cst) != 0; }, &waiter);
 }
