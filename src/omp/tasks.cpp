@@ -368,6 +368,7 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
   t.fn = a.fn;
   t.tm = st.tm;
   t.parent = nullptr;
+  t.inherit_icvs(*st.task);
   t.group = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
   t.is_final = final_task;
   omp_task* const outer = st.task;
@@ -468,6 +469,7 @@ void task(const task_args& a) {
   t->arg = arg;
   t->tm = st.tm;
   t->parent = &parent;
+  t->inherit_icvs(parent);
   t->group = parent.open_group != nullptr ? parent.open_group : parent.group;
   t->is_final = final_task;
   t->is_explicit = true;
@@ -615,7 +617,10 @@ void fulfill_event(void* event) {
   release_ref(t);
 }
 
-void end_implicit_task(thread_state& st) { finish_scope(st.implicit); }
+void end_implicit_task(thread_state& st) {
+  finish_scope(st.implicit);
+  st.implicit.drop_icvs();
+}
 
 // ---- Task reductions ---------------------------------------------------------------
 

@@ -234,17 +234,13 @@ void end_of_region(team& tm, thread_state& st) {
 
 void run_member(worker& w, team& tm, unsigned id) {
   thread_state* const saved = tls_state;
-  task_icvs& icv = thread_icvs();
-  const task_icvs saved_icv = icv;
   thread_state& st = tm.threads[id];
   st.prev = saved;
   tls_state = &st;
-  icv = tm.icvs;
   if (tm.prologue != nullptr) tm.prologue(tm.prologue_arg);
   tm.fn(tm.data);
   end_of_region(tm, st);
   tls_state = saved;
-  icv = saved_icv;
   (void)w;
   // The member's last access to the team: release, so that thread 0's
   // acquire load that counts it orders everything the member did (its end
@@ -300,16 +296,15 @@ thread_state& current() noexcept {
 void set_current(thread_state* st) noexcept { tls_state = st; }
 
 void run_as_initial_thread(void (*fn)(void*), void* arg) {
+  // A fresh initial task: the initial ICVs (as GNU's host fallback, which
+  // starts from the global ones), the default allocator of OMP_ALLOCATOR.
   thread_state fresh;
   fresh.task = &fresh.implicit;
   thread_state* const saved = tls_state;
-  task_icvs& icv = thread_icvs();
-  const task_icvs saved_icv = icv;
   tls_state = &fresh;
   fn(arg);
   end_implicit_task(fresh);
   tls_state = saved;
-  icv = saved_icv;
 }
 
 thread_state* state_in(team* tm) noexcept {
@@ -373,7 +368,7 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
                   void (*prologue)(void*), void* prologue_arg) {
   (void)flags;  // proc_bind: the workers are placed when the runtime starts
   thread_state& cur = current();
-  task_icvs& icv = thread_icvs();
+  const task_icvs& icv = current_icvs();
   unsigned n = nthreads != 0 ? nthreads : icv.nthreads;
   if (cur.active_level >= icv.max_active_levels) n = 1;
   n = std::max(1u, std::min(n, icv.thread_limit));
@@ -444,6 +439,9 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
     st.outer = &cur;
     st.self = tm.workers[i];
     st.task = &st.implicit;
+    st.implicit.drop_icvs();
+    st.implicit.icv = &tm.icvs;  // the encountering task's, as team_icvs made them
+    st.def_allocator = cur.def_allocator;
     st.implicit.tm = &tm;
     st.implicit.open_group = nullptr;
     st.implicit.group = nullptr;
@@ -464,8 +462,6 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   thread_state& st = tm.threads[0];
   st.prev = &cur;
   tls_state = &st;
-  r.saved_icv = icv;
-  icv = tm.icvs;
   if (prologue != nullptr) prologue(prologue_arg);
 }
 
@@ -474,7 +470,6 @@ void region_end(region& r) {
   const unsigned n = tm.n;
   thread_state& st = tm.threads[0];
   end_of_region(tm, st);
-  thread_icvs() = r.saved_icv;
   tls_state = r.cur;
 
   // Every member's last access (the acquire pairs with its release), and

@@ -36,6 +36,7 @@ using detail::cache_line;
 
 struct team;
 struct taskgroup;  // tasks.hpp
+struct icv_block;  // icv.cpp
 
 // An OpenMP task: an explicit one (a record made by GOMP_task, run by any
 // worker of the team), or a thread's implicit task (inside its thread_state).
@@ -63,6 +64,21 @@ struct omp_task : detail::queued_task {
   bool detached = false;      // made with a detach clause
   bool in_dataflow = false;   // a detached task run as a data-flow task (tasks.cpp)
   int priority = 0;
+  // Its data-environment ICVs (icv.cpp): icv points at them (nullptr: the
+  // initial ones, globals().initial); icv_held is the block they are in when
+  // the task holds a reference to one (a copy some task made to change
+  // them), nullptr when they are a region's (team::icvs) or the initial ones.
+  const task_icvs* icv = nullptr;
+  icv_block* icv_held = nullptr;
+
+  omp_task() = default;
+  omp_task(const omp_task&) = delete;
+  omp_task& operator=(const omp_task&) = delete;
+  ~omp_task() { drop_icvs(); }
+  // Starts with `creator`'s ICVs (a reference to its block, if it has one).
+  inline void inherit_icvs(const omp_task& creator) noexcept;
+  // Gives up its block, if it holds one (the last holder frees it).
+  MOTE_API void drop_icvs() noexcept;
 };
 
 // The extension slot the OpenMP model keeps its per-worker state in.
@@ -85,6 +101,10 @@ struct alignas(cache_line) thread_state {
   // a region's threads inherit it from the thread that encountered it.
   int team_num = 0;
   int num_teams = 1;
+  // def-allocator-var: a per-implicit-task ICV (omp_set_default_allocator
+  // binds to the implicit task of the calling thread); 0: OMP_ALLOCATOR's.
+  // A region's threads start with the encountering thread's.
+  std::uintptr_t def_allocator = 0;
   ws_thread_state ws;               // worksharing.hpp: this thread's place in the team's constructs
 
   // The explicit tasks this thread made and finished, for the barrier's test
@@ -145,6 +165,23 @@ struct team {
   alignas(cache_line) std::atomic<unsigned> left{0};
 };
 
+// The block of ICVs a task changed (icv.cpp): shared by its creator and the
+// tasks made after the change, freed by the last holder.
+struct icv_block {
+  task_icvs values;
+  // Tasks that hold it. Taken only by a holder (a task that makes a child),
+  // so 1 means the reader is the only holder. Increments relaxed (the
+  // holder's own reference keeps the block); decrements acq_rel (the last
+  // one frees, after every other holder's reads).
+  std::atomic<std::uint32_t> holders{1};
+};
+
+void omp_task::inherit_icvs(const omp_task& creator) noexcept {
+  icv = creator.icv;
+  icv_held = creator.icv_held;
+  if (icv_held != nullptr) icv_held->holders.fetch_add(1, std::memory_order_relaxed);
+}
+
 void thread_state::count_spawn() noexcept {
   if (MOTE_UNLIKELY(foreign)) {
     tm->foreign_spawned.fetch_add(1, std::memory_order_release);
@@ -192,7 +229,6 @@ struct region {
   bool seated = false;
   std::vector<unsigned> members;
   team* tm = nullptr;
-  task_icvs saved_icv;
 };
 MOTE_API void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,
                            void (*prologue)(void*), void* prologue_arg);

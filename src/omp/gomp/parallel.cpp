@@ -185,9 +185,8 @@ bool GOMP_cancellation_point(int which) {
 // GOMP_5.0: #pragma omp teams on the host.
 void GOMP_teams_reg(void (*fn)(void*), void* data, unsigned num_teams, unsigned thread_limit, unsigned flags) {
   (void)flags;
-  mote::omp::task_icvs& icv = mote::omp::thread_icvs();
-  const mote::omp::task_icvs saved = icv;
-  if (thread_limit != 0) icv.thread_limit = thread_limit;
+  const unsigned saved_limit = mote::omp::current_icvs().thread_limit;
+  if (thread_limit != 0) mote::omp::writable_icvs().thread_limit = thread_limit;
   // The league runs one team after another on the calling thread (as GNU's
   // libgomp does on the host), each team's initial thread being that thread;
   // nteams-var (OMP_NUM_TEAMS) when num_teams is 0, else GNU's 3.
@@ -201,7 +200,7 @@ void GOMP_teams_reg(void (*fn)(void*), void* data, unsigned num_teams, unsigned 
   }
   st.team_num = 0;
   st.num_teams = 1;
-  icv = saved;
+  if (thread_limit != 0) mote::omp::writable_icvs().thread_limit = saved_limit;
 }
 
 int omp_get_team_num() { return mote::omp::current().team_num; }
@@ -253,7 +252,7 @@ bool GOMP_teams4(unsigned num_teams_low, unsigned num_teams_high, unsigned threa
   (void)num_teams_high;
   mote::omp::thread_state& st = mote::omp::current();
   if (first) {
-    if (thread_limit != 0) mote::omp::thread_icvs().thread_limit = thread_limit;
+    if (thread_limit != 0) mote::omp::writable_icvs().thread_limit = thread_limit;
     st.num_teams = static_cast<int>(num_teams_low == 0 ? 1 : num_teams_low);
     st.team_num = 0;
     return true;
@@ -269,7 +268,7 @@ bool GOMP_teams4(unsigned num_teams_low, unsigned num_teams_high, unsigned threa
 
 void GOMP_teams(unsigned num_teams, unsigned thread_limit) {
   (void)num_teams;
-  if (thread_limit != 0) mote::omp::thread_icvs().thread_limit = thread_limit;
+  if (thread_limit != 0) mote::omp::writable_icvs().thread_limit = thread_limit;
 }
 
 }  // extern "C"
