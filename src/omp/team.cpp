@@ -218,9 +218,11 @@ void end_of_region(team& tm, thread_state& st) {
     tm.at_end.fetch_add(1, std::memory_order_relaxed);
     worker* self = st.self;
     runtime_impl* rt = self != nullptr ? &self->runtime() : nullptr;
+    st.in_barrier = true;
     for (;;) {
       tm.barrier.wait(
-          st.id, [rt, self, &st] { return run_bounced(st) || (rt != nullptr && rt->help_once(*self)); },
+          st.id,
+          [rt, self, &st] { return run_bounced(st, true, nullptr) || (rt != nullptr && rt->help_once(*self)); },
           [&tm] {
             if (!team_tasks_done(tm)) return false;
             tm.final_episode = tm.at_end.load(std::memory_order_relaxed) == tm.n;
@@ -228,6 +230,7 @@ void end_of_region(team& tm, thread_state& st) {
           });
       if (tm.final_episode) break;
     }
+    st.in_barrier = false;
   }
   end_implicit_task(st);
 }
@@ -337,17 +340,26 @@ bool team_tasks_done(const team& tm) noexcept {
 
 void team_barrier(team& tm, thread_state& st) {
   worker* self = st.self;
+  st.in_barrier = true;  // its implicit task waits here: it may start any of the team's tasks
   if (self == nullptr) {
     // A team of one on a thread that is no worker: its tasks ran as they
-    // were made (tasks.cpp), so there is nothing to wait for.
-    return;
+    // were made (tasks.cpp), but for detached ones waiting for their events
+    // and those a worker outside the team handed back.
+    while (!team_tasks_done(tm)) {
+      if (!run_bounced(st, true, nullptr)) std::this_thread::yield();
+    }
+  } else {
+    runtime_impl& rt = self->runtime();
+    // poll: tasks, only while the team has some pending (a barrier with no
+    // task to run spins on its own line, and steals from nobody).
+    tm.barrier.wait(
+        st.id,
+        [&rt, self, &st, &tm] {
+          return !team_tasks_done(tm) && (run_bounced(st, true, nullptr) || rt.help_once(*self));
+        },
+        [&tm] { return team_tasks_done(tm); });
   }
-  runtime_impl& rt = self->runtime();
-  // poll: tasks, only while the team has some pending (a barrier with no
-  // task to run spins on its own line, and steals from nobody).
-  tm.barrier.wait(
-      st.id, [&rt, self, &st, &tm] { return !team_tasks_done(tm) && (run_bounced(st) || rt.help_once(*self)); },
-      [&tm] { return team_tasks_done(tm); });
+  st.in_barrier = false;
 }
 
 bool barrier() {
