@@ -29,9 +29,12 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "core/runtime_impl.hpp"
@@ -494,6 +497,68 @@ void run_dataflow(omp_task* t) noexcept {
   }
 }
 
+// ---- Events (detach) ----------------------------------------------------------------
+//
+// An omp_event_handle_t is a number handed out here, not the record's
+// address: a handle fulfilled twice (or never handed out) is found unknown
+// without reading any record, which the first fulfilment may have freed.
+// The live ones are in a table, sharded, each shard under a mutex (detached
+// tasks are few, and each handle is looked at twice: made, fulfilled).
+struct event_shard {
+  std::mutex lock;
+  std::unordered_map<std::uintptr_t, omp_task*> live;
+};
+constexpr std::uintptr_t kEventShards = 16;
+
+event_shard* event_shards() {
+  // Never destroyed: an event may be fulfilled while static objects go.
+  static event_shard* shards = new event_shard[kEventShards];
+  return shards;
+}
+
+// Handles from 1 up; relaxed: a unique number is all it gives.
+std::atomic<std::uintptr_t> next_event{1};
+
+// A new handle for t's event, written where gcc reads it: the variable the
+// clause names and the first word of the task's data. Throws bad_alloc.
+void open_event(omp_task* t, const task_args& a) {
+  const std::uintptr_t handle = next_event.fetch_add(1, std::memory_order_relaxed);
+  event_shard& shard = event_shards()[handle % kEventShards];
+  {
+    const std::lock_guard<std::mutex> hold(shard.lock);
+    shard.live.emplace(handle, t);
+  }
+  *static_cast<void**>(a.detach) = reinterpret_cast<void*>(handle);
+  if (a.data != nullptr) *static_cast<void**>(a.data) = reinterpret_cast<void*>(handle);
+}
+
+// Takes back a handle whose task was not made after all.
+void forget_event(void* event) noexcept {
+  const auto handle = reinterpret_cast<std::uintptr_t>(event);
+  event_shard& shard = event_shards()[handle % kEventShards];
+  const std::lock_guard<std::mutex> hold(shard.lock);
+  shard.live.erase(handle);
+}
+
+// The record of a live handle, which is then no longer live; or, for one
+// that is not (fulfilled already, or never made), GNU's message and exit.
+omp_task* take_event(void* event) noexcept {
+  const auto handle = reinterpret_cast<std::uintptr_t>(event);
+  event_shard& shard = event_shards()[handle % kEventShards];
+  {
+    const std::lock_guard<std::mutex> hold(shard.lock);
+    auto found = shard.live.find(handle);
+    if (found != shard.live.end()) {
+      omp_task* t = found->second;
+      shard.live.erase(found);
+      return t;
+    }
+  }
+  std::fprintf(stderr, "\nlibgomp: omp_fulfill_event: %p event is invalid or has already been fulfilled!\n\n", event);
+  std::fflush(stderr);
+  std::exit(EXIT_FAILURE);
+}
+
 // Copies the arguments into dst (aligned for them).
 void copy_args(const task_args& a, void* dst) {
   if (a.cpyfn != nullptr) {
@@ -629,13 +694,11 @@ void task(const task_args& a) {
       // heap record for the event instead.
       task_args b = a;
       b.detach = nullptr;
-      auto* ev = new omp_task();
-      ev->holds.store(1, std::memory_order_relaxed);
-      *static_cast<void**>(a.detach) = ev;
-      if (a.data != nullptr) *static_cast<void**>(a.data) = ev;
+      auto ev = std::make_unique<omp_task>();
+      open_event(ev.get(), a);
       run_undeferred(b, st, final_task);
-      wait_until([ev] { return ev->fulfilled.load(std::memory_order_seq_cst) != 0; }, &ev->waiter);
-      delete ev;
+      omp_task* const e = ev.get();
+      wait_until([e] { return e->fulfilled.load(std::memory_order_seq_cst) != 0; }, &e->waiter);
       return;
     }
     run_undeferred(a, st, final_task);
@@ -660,14 +723,16 @@ void task(const task_args& a) {
   if (detach) {
     t->detached = true;
     t->holds.store(2, std::memory_order_relaxed);
-    // The event is the record; gcc reads it both from the variable named by
-    // the clause and from the first word of the task's data.
-    *static_cast<void**>(a.detach) = t;
-    if (a.data != nullptr) *static_cast<void**>(a.data) = t;
   }
+  bool event_open = false;
   try {
+    if (detach) {
+      open_event(t, a);  // before the copy, which then carries it
+      event_open = true;
+    }
     copy_args(a, arg);
   } catch (...) {
+    if (event_open) forget_event(*static_cast<void**>(a.detach));
     free_record(t);
     throw;
   }
@@ -781,7 +846,7 @@ bool taskgroup_cancelled() noexcept {
 }
 
 void fulfill_event(void* event) {
-  auto* t = static_cast<omp_task*>(event);
+  omp_task* t = take_event(event);
   if (!t->is_explicit) {
     // An undeferred task's event (see task()): its waiter polls the flag
     // and frees the record after, so the notification goes first.

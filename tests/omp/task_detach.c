@@ -5,6 +5,7 @@
 // final barrier all wait for that.
 #include <omp.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "omp_check.h"
 
@@ -29,7 +30,44 @@ static void* fulfil_later(void* arg) {
   return NULL;
 }
 
-int main(void) {
+// Misuse: a detached task's body fulfils its event twice. GNU's library
+// stops the program with a message naming omp_fulfill_event (exit status 1);
+// the program must not go on (run as `task_detach twice`, expect.sh fail).
+static int fulfil_twice(void) {
+#pragma omp parallel num_threads(2)
+#pragma omp single
+  {
+    omp_event_handle_t ev;
+#pragma omp task detach(ev)
+    {
+      omp_fulfill_event(ev);
+      omp_fulfill_event(ev);
+    }
+#pragma omp taskwait
+  }
+  puts("task_detach twice: the second omp_fulfill_event went unreported");
+  return 0;
+}
+
+// The same misuse once the task is complete (mote's library only: GNU's
+// reads the freed task then, and what it does depends on what is there).
+static int fulfil_late(void) {
+#pragma omp parallel num_threads(2)
+#pragma omp single
+  {
+    omp_event_handle_t ev;
+#pragma omp task detach(ev)
+    omp_fulfill_event(ev);
+#pragma omp taskwait
+    omp_fulfill_event(ev);
+  }
+  puts("task_detach late: the second omp_fulfill_event went unreported");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "twice") == 0) return fulfil_twice();
+  if (argc > 1 && strcmp(argv[1], "late") == 0) return fulfil_late();
   const int rounds = OMPT_SIZE(100, 20);
   int bad = 0;
 
