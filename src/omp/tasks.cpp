@@ -279,11 +279,15 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
   std::uint64_t seen = ~std::uint64_t{0};  // bounced_pushes when `bounced` last had nothing for us
   worker* self = detail::current_worker;
   if (self == nullptr || st.self != self) {
-    // No worker (a team of one on a thread that is not one, or no region):
-    // the tasks pending are detached ones, and the ones a worker outside
-    // the team handed back (dependences: see task()).
+    // No worker of the team (a team of one on a thread that is not one, or
+    // no region): the tasks pending are detached ones, and the ones that a
+    // worker outside the team handed back (dependences: see task()). A
+    // worker of another runtime helps that one meanwhile (its pool may hold
+    // what this waits for).
     while (!done()) {
-      if (!run_handed(st) && !run_bounced(st, false, &seen)) std::this_thread::yield();
+      if (!run_handed(st) && !run_bounced(st, false, &seen) && (self == nullptr || !self->runtime().help_once(*self))) {
+        std::this_thread::yield();
+      }
     }
     return;
   }
@@ -679,7 +683,18 @@ void task(const task_args& a) {
   depend_list deps;
   if ((a.flags & kFlagDepend) != 0 && a.depend != nullptr) deps = decode_depend(a.depend);
   worker* self = detail::current_worker;
-  const bool deferrable = self != nullptr && st.self == self && a.if_clause && !parent.is_final;
+  const bool worker_here = self != nullptr && st.self == self;
+  const bool may_defer = a.if_clause && !parent.is_final;
+  // A team of one on a thread that is no worker (`solo`): its tasks run as
+  // they are made, but for those OpenMP lets the program expect to be
+  // deferred: a detached one (its event may be fulfilled by a task made
+  // after it: it runs its body now and completes when the event comes), and
+  // once one with dependences is pending, every task with dependences (they
+  // wait in the parent's data-flow scope, on mote's default runtime, whose
+  // workers hand them back to this thread's waits when they are ready).
+  const bool solo = !worker_here && st.tm != nullptr && may_defer && !deps.all_memory &&
+                    (detach || (!deps.accesses.empty() && parent.scope != nullptr));
+  const bool deferrable = (worker_here && may_defer) || solo;
   if (!deferrable || deps.all_memory) {
     // Undeferred (if(0), a final parent, a thread that is no worker) or on
     // omp_all_memory: its dependences are met by waiting for the siblings
@@ -761,8 +776,10 @@ void task(const task_args& a) {
       free_record(t);
       throw;
     }
-  } else {
+  } else if (worker_here) {
     self->runtime().schedule(t, self);
+  } else {
+    run_in(t, &st, &st);  // solo and detached: its body now, its completion with its event
   }
   if (st.tm != nullptr) st.tm->barrier.notify_waiters();
 }

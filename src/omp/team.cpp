@@ -344,9 +344,12 @@ void team_barrier(team& tm, thread_state& st) {
   if (self == nullptr) {
     // A team of one on a thread that is no worker: its tasks ran as they
     // were made (tasks.cpp), but for detached ones waiting for their events
-    // and those a worker outside the team handed back.
+    // and those a worker outside the team handed back (dependences).
+    worker* other = detail::current_worker;  // a worker of another runtime: it helps that one
     while (!team_tasks_done(tm)) {
-      if (!run_bounced(st, true, nullptr)) std::this_thread::yield();
+      if (!run_bounced(st, true, nullptr) && (other == nullptr || !other->runtime().help_once(*other))) {
+        std::this_thread::yield();
+      }
     }
   } else {
     runtime_impl& rt = self->runtime();
