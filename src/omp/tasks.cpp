@@ -635,32 +635,46 @@ bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept {
   // Relaxed: a hint; a push after this load changes it again.
   const std::uint64_t pushes = tm->bounced_pushes.load(std::memory_order_relaxed);
   if (seen != nullptr && pushes == *seen) return false;
-  // Take the whole stack (acquire: the tasks' contents), run the first this
-  // thread may start, and push the others back.
+  // Take the whole stack (acquire: the tasks' contents; several threads
+  // take from it, so never one task by compare-and-swap, which could see a
+  // freed task's address come back), run the first this thread may start,
+  // and put the others back.
   omp_task* list = tm->bounced.exchange(nullptr, std::memory_order_acquire);
   omp_task* chosen = nullptr;
-  omp_task* keep = nullptr;
+  omp_task* keep = nullptr;  // the others, in their order
   omp_task* keep_tail = nullptr;
-  while (list != nullptr) {
-    omp_task* next = static_cast<omp_task*>(list->next);
-    if (chosen == nullptr && (any || may_start(list, st))) {
-      chosen = list;
-    } else {
-      list->next = nullptr;
-      if (keep_tail == nullptr) {
-        keep = list;
+  if (any) {
+    chosen = list;
+    keep = list != nullptr ? static_cast<omp_task*>(list->next) : nullptr;
+  } else {
+    while (list != nullptr) {
+      omp_task* next = static_cast<omp_task*>(list->next);
+      if (chosen == nullptr && may_start(list, st)) {
+        chosen = list;
       } else {
-        keep_tail->next = list;
+        list->next = nullptr;
+        if (keep_tail == nullptr) {
+          keep = list;
+        } else {
+          keep_tail->next = list;
+        }
+        keep_tail = list;
       }
-      keep_tail = list;
+      list = next;
     }
-    list = next;
   }
   if (keep != nullptr) {
-    omp_task* head = tm->bounced.load(std::memory_order_relaxed);
-    do {
-      keep_tail->next = head;
-    } while (!tm->bounced.compare_exchange_weak(head, keep, std::memory_order_release, std::memory_order_relaxed));
+    // Back on the stack: at once when nobody pushed meanwhile (the barrier's
+    // takers: no walk), else below what they pushed.
+    omp_task* head = nullptr;
+    if (!tm->bounced.compare_exchange_strong(head, keep, std::memory_order_release, std::memory_order_relaxed)) {
+      if (keep_tail == nullptr) {
+        for (keep_tail = keep; keep_tail->next != nullptr;) keep_tail = static_cast<omp_task*>(keep_tail->next);
+      }
+      do {
+        keep_tail->next = head;
+      } while (!tm->bounced.compare_exchange_weak(head, keep, std::memory_order_release, std::memory_order_relaxed));
+    }
   }
   if (chosen == nullptr) {
     if (seen != nullptr) *seen = pushes;
