@@ -42,6 +42,7 @@
 #include "mote/detail/dataflow_records.hpp"
 #include "wait/idle.hpp"
 #include "omp/gomp/abi.hpp"
+#include "omp/icv.hpp"
 
 namespace mote::omp {
 
@@ -692,6 +693,15 @@ bool in_final() noexcept {
 void task(const task_args& a) {
   thread_state& st = current();
   omp_task& parent = *st.task;
+  if (MOTE_UNLIKELY(globals().cancellation)) {
+    // A cancelled region or taskgroup starts no new task (as GNU's library,
+    // which makes none): not even one that would run here, undeferred.
+    const taskgroup* g = parent.open_group != nullptr ? parent.open_group : parent.group;
+    if ((st.tm != nullptr && st.tm->cancelled.load(std::memory_order_relaxed)) ||
+        (g != nullptr && g->cancelled.load(std::memory_order_relaxed))) {
+      return;
+    }
+  }
   const bool final_task = (a.flags & kFlagFinal) != 0 || parent.is_final;
   const bool detach = (a.flags & kFlagDetach) != 0;
   depend_list deps;
