@@ -585,6 +585,27 @@ omp_task* make_record(const task_args& a, void** arg_out) {
   return t;
 }
 
+// Runs a's body on a copy of its arguments made by its cpyfn: out of line,
+// so that the frames of a chain of undeferred tasks stay small (a chain of
+// tasks each waiting for the next nests one of them per level).
+__attribute__((noinline)) void call_on_copy(const task_args& a) {
+  const std::size_t align = static_cast<std::size_t>(std::max(a.arg_align, 1L));
+  const std::size_t bytes = static_cast<std::size_t>(a.arg_size) + align;
+  // Small arguments on the stack, aligned by hand; large ones on the heap.
+  alignas(64) char small[512];
+  std::unique_ptr<char[]> big;
+  char* raw = small;
+  if (bytes > sizeof(small)) {
+    big.reset(new char[bytes]);
+    raw = big.get();
+  }
+  void* buf = raw;
+  std::size_t space = bytes;
+  buf = std::align(align, static_cast<std::size_t>(a.arg_size), buf, space);
+  a.cpyfn(buf, a.data);
+  a.fn(buf);
+}
+
 // Runs an undeferred task here: a task of its own (its children are its),
 // waited for at its end so that nothing outlives the frame it lives in.
 void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
@@ -601,21 +622,7 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
   st.task = &t;
   detail::df_task* const df = detail::df_exchange_current_task(nullptr);
   if (a.cpyfn != nullptr) {
-    const std::size_t align = static_cast<std::size_t>(std::max(a.arg_align, 1L));
-    const std::size_t bytes = static_cast<std::size_t>(a.arg_size) + align;
-    // Small arguments on the stack, aligned by hand; large ones on the heap.
-    alignas(64) char small[512];
-    std::unique_ptr<char[]> big;
-    char* raw = small;
-    if (bytes > sizeof(small)) {
-      big.reset(new char[bytes]);
-      raw = big.get();
-    }
-    void* buf = raw;
-    std::size_t space = bytes;
-    buf = std::align(align, static_cast<std::size_t>(a.arg_size), buf, space);
-    a.cpyfn(buf, a.data);
-    a.fn(buf);
+    call_on_copy(a);
   } else {
     a.fn(a.data);
   }
@@ -624,6 +631,106 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
   close_handed(t);  // (empty: its children are all complete)
   detail::df_exchange_current_task(df);
   st.task = outer;
+}
+
+// An undeferred task (if(0), a final parent, a thread that is no worker) or
+// one on omp_all_memory that waits first: its dependences are met by waiting
+// for the siblings that have any, then it runs here. A detached undeferred
+// task waits for its event at its end. Out of line: task()'s frame stays
+// small (see call_on_copy).
+__attribute__((noinline)) void run_undeferred_waiting(const task_args& a, thread_state& st, const depend_list& deps,
+                                                      bool final_task) {
+  omp_task& parent = *st.task;
+  const bool detach = (a.flags & kFlagDetach) != 0;
+  if (parent.scope != nullptr && (!deps.accesses.empty() || deps.all_memory)) {
+    wait_until([&parent] { return parent.df_pending.load(std::memory_order_seq_cst) == 0; }, &parent.waiter);
+    static_cast<mote::dataflow*>(parent.scope)->wait();
+  }
+  if (detach) {
+    // The event is this stack record's address only while it runs: keep a
+    // heap record for the event instead.
+    task_args b = a;
+    b.detach = nullptr;
+    auto ev = std::make_unique<omp_task>();
+    open_event(ev.get(), a);
+    run_undeferred(b, st, final_task);
+    omp_task* const e = ev.get();
+    wait_until([e] { return e->fulfilled.load(std::memory_order_seq_cst) != 0; }, &e->waiter);
+    return;
+  }
+  run_undeferred(a, st, final_task);
+}
+
+// A deferred task: a record, counted, then handed to the runtime (`self`, the
+// calling worker), to its parent's data-flow scope, or run at once in a team
+// of one on a thread that is no worker (self nullptr; see task()). Out of
+// line: task()'s frame stays small.
+__attribute__((noinline)) void defer(const task_args& a, thread_state& st, const depend_list& deps, bool final_task,
+                                     worker* self) {
+  omp_task& parent = *st.task;
+  const bool detach = (a.flags & kFlagDetach) != 0;
+  void* arg = nullptr;
+  omp_task* t = make_record(a, &arg);
+  t->fn = a.fn;
+  t->arg = arg;
+  t->tm = st.tm;
+  t->parent = &parent;
+  t->parent_explicit = parent.is_explicit;
+  t->depth = parent.depth + 1;
+  t->inherit_icvs(parent);
+  t->group = parent.open_group != nullptr ? parent.open_group : parent.group;
+  t->is_final = final_task;
+  t->is_explicit = true;
+  t->has_list = true;
+  t->has_deps = !deps.accesses.empty();
+  t->priority = (a.flags & kFlagPriority) != 0 ? a.priority : 0;
+  if (detach) {
+    t->detached = true;
+    t->holds.store(2, std::memory_order_relaxed);
+  }
+  bool event_open = false;
+  try {
+    if (detach) {
+      open_event(t, a);  // before the copy, which then carries it
+      event_open = true;
+    }
+    copy_args(a, arg);
+  } catch (...) {
+    if (event_open) forget_event(*static_cast<void**>(a.detach));
+    free_record(t);
+    throw;
+  }
+  t->init(&run_scheduled);
+  // Counted before it can run (and finish) anywhere: the parent's counts
+  // (its record too, when it is explicit), the group, the parent's
+  // dependent children, the team's spawn sum. Relaxed: the hand-off below
+  // publishes them.
+  const std::uint64_t units = t->parent_explicit ? kPending + kRecord : kPending;
+  parent.counts.fetch_add(units, std::memory_order_relaxed);
+  if (t->group != nullptr) t->group->count.fetch_add(1, std::memory_order_relaxed);
+  if (t->has_deps) parent.df_pending.fetch_add(1, std::memory_order_relaxed);
+  st.count_spawn();
+  if (t->has_deps) {
+    try {
+      mote::dataflow& df = scope_of(parent);
+      df.spawn_accesses(deps.accesses, [t] { run_dataflow(t); });
+    } catch (...) {
+      // The scope or its registration could not be made (bad_alloc): the
+      // task was added nowhere, so its counts are taken back (the spawn
+      // sum is balanced by a completion) and nothing is left behind.
+      parent.counts.fetch_sub(units, std::memory_order_relaxed);
+      parent.df_pending.fetch_sub(1, std::memory_order_relaxed);
+      if (t->group != nullptr) t->group->count.fetch_sub(1, std::memory_order_relaxed);
+      st.count_completion();
+      free_record(t);
+      throw;
+    }
+  } else if (self != nullptr) {
+    self->runtime().schedule(t, self);
+  } else {
+    run_in(t, &st, &st);  // solo and detached: its body now, its completion with its event
+  }
+  if (st.tm != nullptr) st.tm->barrier.notify_waiters();
 }
 
 }  // namespace
@@ -720,92 +827,14 @@ void task(const task_args& a) {
                     (detach || (!deps.accesses.empty() && parent.scope != nullptr));
   const bool deferrable = (worker_here && may_defer) || solo;
   if (!deferrable || deps.all_memory) {
-    // Undeferred (if(0), a final parent, a thread that is no worker) or on
-    // omp_all_memory: its dependences are met by waiting for the siblings
-    // that have any, then it runs here. A detached undeferred task waits for
-    // its event at its end.
-    if (parent.scope != nullptr && (!deps.accesses.empty() || deps.all_memory)) {
-      wait_until([&parent] { return parent.df_pending.load(std::memory_order_seq_cst) == 0; }, &parent.waiter);
-      static_cast<mote::dataflow*>(parent.scope)->wait();
+    if (MOTE_LIKELY(!detach && (parent.scope == nullptr || (deps.accesses.empty() && !deps.all_memory)))) {
+      run_undeferred(a, st, final_task);  // the common case: a frame as small as can be
+    } else {
+      run_undeferred_waiting(a, st, deps, final_task);
     }
-    if (detach) {
-      // The event is this stack record's address only while it runs: keep a
-      // heap record for the event instead.
-      task_args b = a;
-      b.detach = nullptr;
-      auto ev = std::make_unique<omp_task>();
-      open_event(ev.get(), a);
-      run_undeferred(b, st, final_task);
-      omp_task* const e = ev.get();
-      wait_until([e] { return e->fulfilled.load(std::memory_order_seq_cst) != 0; }, &e->waiter);
-      return;
-    }
-    run_undeferred(a, st, final_task);
     return;
   }
-
-  void* arg = nullptr;
-  omp_task* t = make_record(a, &arg);
-  t->fn = a.fn;
-  t->arg = arg;
-  t->tm = st.tm;
-  t->parent = &parent;
-  t->parent_explicit = parent.is_explicit;
-  t->depth = parent.depth + 1;
-  t->inherit_icvs(parent);
-  t->group = parent.open_group != nullptr ? parent.open_group : parent.group;
-  t->is_final = final_task;
-  t->is_explicit = true;
-  t->has_list = true;
-  t->has_deps = !deps.accesses.empty();
-  t->priority = (a.flags & kFlagPriority) != 0 ? a.priority : 0;
-  if (detach) {
-    t->detached = true;
-    t->holds.store(2, std::memory_order_relaxed);
-  }
-  bool event_open = false;
-  try {
-    if (detach) {
-      open_event(t, a);  // before the copy, which then carries it
-      event_open = true;
-    }
-    copy_args(a, arg);
-  } catch (...) {
-    if (event_open) forget_event(*static_cast<void**>(a.detach));
-    free_record(t);
-    throw;
-  }
-  t->init(&run_scheduled);
-  // Counted before it can run (and finish) anywhere: the parent's counts
-  // (its record too, when it is explicit), the group, the parent's
-  // dependent children, the team's spawn sum. Relaxed: the hand-off below
-  // publishes them.
-  const std::uint64_t units = t->parent_explicit ? kPending + kRecord : kPending;
-  parent.counts.fetch_add(units, std::memory_order_relaxed);
-  if (t->group != nullptr) t->group->count.fetch_add(1, std::memory_order_relaxed);
-  if (t->has_deps) parent.df_pending.fetch_add(1, std::memory_order_relaxed);
-  st.count_spawn();
-  if (t->has_deps) {
-    try {
-      mote::dataflow& df = scope_of(parent);
-      df.spawn_accesses(deps.accesses, [t] { run_dataflow(t); });
-    } catch (...) {
-      // The scope or its registration could not be made (bad_alloc): the
-      // task was added nowhere, so its counts are taken back (the spawn
-      // sum is balanced by a completion) and nothing is left behind.
-      parent.counts.fetch_sub(units, std::memory_order_relaxed);
-      parent.df_pending.fetch_sub(1, std::memory_order_relaxed);
-      if (t->group != nullptr) t->group->count.fetch_sub(1, std::memory_order_relaxed);
-      st.count_completion();
-      free_record(t);
-      throw;
-    }
-  } else if (worker_here) {
-    self->runtime().schedule(t, self);
-  } else {
-    run_in(t, &st, &st);  // solo and detached: its body now, its completion with its event
-  }
-  if (st.tm != nullptr) st.tm->barrier.notify_waiters();
+  defer(a, st, deps, final_task, worker_here ? self : nullptr);
 }
 
 void taskwait() {
