@@ -205,7 +205,7 @@ void hand_back(omp_task* t) noexcept {
     // As release: once t is in the list, p may run it, end and be
     // freed, so its waiter's word is read first.
     std::atomic<std::uint32_t>* word = p->waiter.load(std::memory_order_seq_cst);
-    omp_task* head = p->handed.load(std::memory_order_relaxed);
+    omp_task* head = p->handed.load(std::memory_order_relaxed);  // relaxed: the CAS below decides
     bool pushed = false;
     while (head != kClosed) {
       t->next = head;
@@ -221,8 +221,8 @@ void hand_back(omp_task* t) noexcept {
       return;
     }
   }
-  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
-  omp_task* head = tm->bounced.load(std::memory_order_relaxed);
+  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);  // relaxed: as in fulfill_event
+  omp_task* head = tm->bounced.load(std::memory_order_relaxed);  // relaxed: the CAS below decides
   do {
     t->next = head;
     // seq_cst: as above, with the members' sleeps (wait_until's and the
@@ -233,6 +233,8 @@ void hand_back(omp_task* t) noexcept {
     if (w != nullptr) runtime_impl::wake_parked(w->park_word());
   }
   tm->barrier.notify_waiters();
+  // Release: thread 0's acquire load that sees 0 orders these accesses
+  // before the team's end.
   tm->foreign_active.fetch_sub(1, std::memory_order_release);
 }
 
@@ -257,6 +259,8 @@ bool run_handed(thread_state& st) noexcept {
 // The end of x's body: its children handed back from now on go to the team,
 // and so do those still in its list.
 void close_handed(omp_task& x) noexcept {
+  // Acquire: the contents of the tasks still in the list (their pushers'
+  // seq_cst CASes).
   omp_task* rest = x.handed.exchange(kClosed, std::memory_order_acquire);
   while (rest != nullptr) {
     omp_task* next = static_cast<omp_task*>(rest->next);
@@ -293,6 +297,8 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
     return;
   }
   runtime_impl& rt = self->runtime();
+  // The park's last look: seq_cst loads, the other half of hand_back's
+  // Dekker pairs (bounced_pushes relaxed: a hint, as in run_bounced).
   auto more = [&done, x, tm, &seen] {
     return done() || (x->has_list && x->handed.load(std::memory_order_seq_cst) != nullptr) ||
            (tm != nullptr && tm->bounced.load(std::memory_order_seq_cst) != nullptr &&
@@ -419,6 +425,8 @@ void complete(omp_task* t, thread_state* st) noexcept {
   }
   omp_task* const parent = t->parent;
   if (t->has_deps) {
+    // As release: the word first, then the decrement (seq_cst: the Dekker
+    // pair with the scope's wait, finish_scope).
     std::atomic<std::uint32_t>* word = parent->waiter.load(std::memory_order_seq_cst);
     if (parent->df_pending.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_word(word);
   }
@@ -773,7 +781,8 @@ bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept {
   }
   if (keep != nullptr) {
     // Back on the stack: at once when nobody pushed meanwhile (the barrier's
-    // takers: no walk), else below what they pushed.
+    // takers: no walk), else below what they pushed. Release: the next
+    // taker's acquire exchange sees the tasks' contents.
     omp_task* head = nullptr;
     if (!tm->bounced.compare_exchange_strong(head, keep, std::memory_order_release, std::memory_order_relaxed)) {
       if (keep_tail == nullptr) {
@@ -926,14 +935,15 @@ void fulfill_event(void* event) {
     return;
   }
   // Pinned by a unit of its own: the task's body may end, complete it and
-  // drop its units at any moment from here on.
+  // drop its units at any moment from here on. Relaxed: the record is alive
+  // (its event was live, so the completion that frees it has not come),
+  // and this call's own drop below orders what it did (acq_rel).
   t->counts.fetch_add(kPending, std::memory_order_relaxed);
   team* tm = t->tm;
   // Counted among the team's outside threads: the completion below may be
   // the team's last, and the team must outlive this call (parallel() waits
   // for foreign_active to drop to 0).
   if (tm != nullptr) tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
-  t->fulfilled.store(1, std::memory_order_seq_cst);
   // The completion belongs to whoever drops the last hold: the body's end
   // or this call.
   if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) {

@@ -72,6 +72,8 @@ struct omp_task : detail::queued_task {
   // detach: the completion waits for both the body's return and
   // omp_fulfill_event (2 holds); 1 hold otherwise.
   std::atomic<std::uint32_t> holds{1};
+  // An undeferred detached task's event record only: set by omp_fulfill_event,
+  // which the task's encountering thread waits for (tasks.cpp).
   std::atomic<std::uint32_t> fulfilled{0};
   // The data-flow event its completion fulfils (a mote::dataflow_event*,
   // tasks.cpp): a task with dependences whose data-flow task ended before
