@@ -36,6 +36,7 @@
 #include "mote/detail/platform.hpp"
 #include "omp/gomp/abi.hpp"
 #include "omp/team.hpp"
+#include "mote/detail/queue_wait.hpp"  // publish_before_wait
 #include "wait/event_count.hpp"
 
 namespace {
@@ -78,6 +79,9 @@ bool try_take(std::atomic<std::uint32_t>& w) {
 
 // The spin before the sleep: true once the word was seen free and taken.
 bool spin_take(std::atomic<std::uint32_t>& w) {
+  // About to wait without running tasks: the tasks this thread's worker
+  // holds privately go where idle threads take them.
+  mote::detail::publish_before_wait();
   const std::int64_t start = mote::detail::now_ns();
   std::int64_t last_yield = start;
   for (unsigned looks = 1;; ++looks) {
@@ -139,6 +143,7 @@ bool try_take_25(std::atomic<std::uint32_t>& w, std::uint32_t me) {
 
 void take_25(std::atomic<std::uint32_t>& w, std::uint32_t me) {
   if (try_take_25(w, me)) return;
+  mote::detail::publish_before_wait();  // as in spin_take
   const std::int64_t start = mote::detail::now_ns();
   for (unsigned looks = 1;; ++looks) {
     // Relaxed: a hint, as in spin_take.
