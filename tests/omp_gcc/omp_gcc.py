@@ -540,6 +540,12 @@ def compile_command(cc, testsuite, test, exe):
 def build(args):
     build_dir = os.path.abspath(args.build_dir)
     testsuite = os.path.abspath(args.testsuite) if args.testsuite else fetch(cache_dir(args.cache))
+    # Compiled programs are kept in the cache too (by what they are built from), so that a new
+    # build directory (a fresh clone in CI) does not compile them again.
+    binaries = None
+    if os.environ.get("MOTE_OMP_GCC_KEEP_BINARIES", "1") != "0":
+        binaries = os.path.join(cache_dir(args.cache), "programs")
+        os.makedirs(binaries, exist_ok=True)
     os.makedirs(build_dir, exist_ok=True)
     start = time.monotonic()
     machine = Machine(args.cc, os.path.join(build_dir, "probes"))
@@ -560,7 +566,10 @@ def build(args):
         os.makedirs(work, exist_ok=True)
         exe = os.path.join(work, "test.exe")
         command = compile_command(compilers[test["lang"]], testsuite, test, exe)
-        key = hashlib.sha256(json.dumps([command, version]).encode())
+        # What the program depends on: the command (without this build's paths), the compiler,
+        # the sources.
+        key = hashlib.sha256(json.dumps([command[1:-1], os.path.realpath(shutil.which(command[0]) or command[0]),
+                                         version]).replace(build_dir, "<build>").encode())
         for source in [test["source"]] + test["sources"]:
             with open(os.path.join(testsuite, source), "rb") as data:
                 key.update(data.read())
@@ -573,6 +582,13 @@ def build(args):
         for old in (exe, stamp):
             if os.path.exists(old):
                 os.unlink(old)
+        kept = os.path.join(binaries, key + ".exe") if binaries else None
+        if kept and os.path.isfile(kept):
+            shutil.copy2(kept, exe)  # built before, by this or another build directory
+            with open(stamp, "w") as out:
+                out.write(key)
+            test["built"] = "cached"
+            return
         began = time.monotonic()
         try:
             result = subprocess.run(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -587,6 +603,10 @@ def build(args):
         if ok:
             with open(stamp, "w") as out:
                 out.write(key)
+            if binaries:
+                scratch = "%s.%d.%d" % (kept, os.getpid(), threading.get_ident())
+                shutil.copy2(exe, scratch)
+                os.replace(scratch, kept)  # whole or not at all, for a build beside this one
         else:
             test["build_error"] = "\n".join(text.splitlines()[:12])
 
@@ -600,6 +620,9 @@ def build(args):
         json.dump(manifest, out, indent=1)
     for test in broken:
         log("did not build: %s\n    %s" % (test["id"], test["build_error"].replace("\n", "\n    ")))
+    if binaries:
+        log("%d of %d programs taken from %s" % (sum(t.get("built") == "cached" for t in selected), len(selected),
+                                                 binaries))
     log("built %d of %d in %.0f s (manifest: %s)" % (len(selected) - len(broken), len(selected),
                                                     time.monotonic() - start, os.path.join(build_dir, "manifest.json")))
     return 0
