@@ -198,14 +198,17 @@ TEST(Deque, OverdueRequestLetsTheThiefShareEverything) {
   for (auto& t : tasks) t.init(&no_op);
   for (auto& t : tasks) ASSERT_TRUE(owner.push(&t));
   std::uint32_t index = 99;
+  // The request's time lies between the two clock readings.
+  const std::int64_t before = mote::detail::now_ns();
   EXPECT_EQ(owner.steal(thief, &index), nullptr);  // asks; the owner never answers
-  const std::int64_t asked = mote::detail::now_ns();
-  EXPECT_FALSE(owner.request_overdue(asked - split_deque::kForceAfterNs));
-  EXPECT_TRUE(owner.request_overdue(mote::detail::now_ns() + split_deque::kForceAfterNs));
-  ASSERT_TRUE(owner.force_share(mote::detail::now_ns() + split_deque::kForceAfterNs));
+  const std::int64_t after = mote::detail::now_ns();
+  EXPECT_FALSE(owner.request_overdue(before - 1));
+  EXPECT_TRUE(owner.request_overdue(after + split_deque::kForceAfterNs));
+  const std::int64_t forced_at = after + split_deque::kForceAfterNs;
+  ASSERT_TRUE(owner.force_share(forced_at));
   EXPECT_EQ(owner.forced_shares(), 1u);
   // The clock restarts: not due again at once.
-  EXPECT_FALSE(owner.request_overdue(mote::detail::now_ns() + split_deque::kForceAfterNs / 2));
+  EXPECT_FALSE(owner.request_overdue(forced_at + split_deque::kForceAfterNs / 2));
   for (std::uint32_t i = 0; i < 3; ++i) {
     EXPECT_EQ(owner.steal(thief, &index), &tasks[i]);
     EXPECT_EQ(index, i);
@@ -214,7 +217,7 @@ TEST(Deque, OverdueRequestLetsTheThiefShareEverything) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(owner.pop(), &thief);
   EXPECT_EQ(owner.depth(), 0u);
   // Nothing private: nothing to force.
-  EXPECT_FALSE(owner.force_share(mote::detail::now_ns() + 4 * split_deque::kForceAfterNs));
+  EXPECT_FALSE(owner.force_share(forced_at + 4 * split_deque::kForceAfterNs));
 }
 
 // publish(): an owner about to block shares everything at once, kept tasks

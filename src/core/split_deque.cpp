@@ -11,12 +11,11 @@
 namespace mote::detail {
 
 split_deque::split_deque(runtime_impl* rt, std::uint32_t capacity, on_request mode)
-    : push_limit_(capacity),
-      capacity_(capacity),
-      mode_(mode),
-      slots_(new std::atomic<task*>[capacity]),
-      runtime_(rt) {
+    : slots_(new slot[capacity]), capacity_(capacity), mode_(mode), runtime_(rt) {
   for (std::uint32_t i = 0; i < capacity; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
+  push_limit_.store(slots_ + capacity_, std::memory_order_relaxed);
+  top_.store(slots_, std::memory_order_relaxed);
+  split_.store(slots_, std::memory_order_relaxed);
 }
 
 split_deque::~split_deque() { delete[] slots_; }
@@ -56,20 +55,20 @@ void split_deque::share_up_to(std::uint32_t new_split) noexcept {
   while (!tail_split_.compare_exchange_weak(ts, pack(tail_of(ts), new_split), std::memory_order_seq_cst,
                                             std::memory_order_relaxed)) {
   }
-  split_.store(new_split, std::memory_order_relaxed);
+  store_split(new_split);
 }
 
 void split_deque::grow_shared() noexcept {
   lock_owner();
-  const std::uint32_t head = head_.load(std::memory_order_relaxed);
-  const std::uint32_t split = split_.load(std::memory_order_relaxed);
+  const std::uint32_t head = this->head();
+  const std::uint32_t split = split_index();
   // With nothing private there is nothing to share. The request stays set so
   // the next push answers it (the thief that set it may be asleep by then).
   if (head == split) {
     unlock_owner();
     return;
   }
-  push_limit_.store(capacity_, std::memory_order_relaxed);
+  push_limit_.store(slots_ + capacity_, std::memory_order_relaxed);
   if (mode_ == on_request::acknowledge) {
     // The owner is alive and takes its kept tasks itself: the request is
     // answered without sharing (a thief forces them out only when the owner
@@ -86,8 +85,8 @@ void split_deque::grow_shared() noexcept {
 
 void split_deque::publish_slow() noexcept {
   lock_owner();
-  const std::uint32_t head = head_.load(std::memory_order_relaxed);
-  const bool any = head > split_.load(std::memory_order_relaxed);
+  const std::uint32_t head = this->head();
+  const bool any = head > split_index();
   if (any) share_up_to(head);
   unlock_owner();
   if (any) {
@@ -97,15 +96,15 @@ void split_deque::publish_slow() noexcept {
 }
 
 bool split_deque::push_slow(task* t) noexcept {
-  const std::uint32_t head = head_.load(std::memory_order_relaxed);
+  const std::uint32_t head = this->head();
   const bool fits = head < capacity_;
   if (fits) {
     slots_[head].store(t, std::memory_order_relaxed);
-    head_.store(head + 1, std::memory_order_release);  // as in push()
+    store_head(head + 1, std::memory_order_release);  // as in push()
   }
   // Relaxed: a thief's request is a hint; grow_shared()'s CAS is what
   // publishes the slots.
-  if (push_limit_.load(std::memory_order_relaxed) == 0) grow_shared();
+  if (asked()) grow_shared();
   return fits;
 }
 
@@ -114,8 +113,8 @@ worker* split_deque::pop_slow() noexcept {
   // or a forcing thief is raising split_ (and may take that back). With
   // forcing_ held, split_ is settled.
   lock_owner();
-  const std::uint32_t h = head_.load(std::memory_order_relaxed);
-  if (h >= split_.load(std::memory_order_relaxed)) {
+  const std::uint32_t h = head();
+  if (h >= split_index()) {
     // The thief saw this pop in its look at head_ and lowered split_ again:
     // the task is private after all.
     unlock_owner();
@@ -125,25 +124,25 @@ worker* split_deque::pop_slow() noexcept {
   // it to a head it has seen, and keeps that only if the head did not drop
   // below it after its barrier). Put the task back into the count, and take
   // it back as a shared one.
-  assert(split_.load(std::memory_order_relaxed) == h + 1);
-  head_.store(h + 1, std::memory_order_relaxed);
+  assert(split_index() == h + 1);
+  store_head(h + 1, std::memory_order_relaxed);
   worker* thief = pop_shared();
   unlock_owner();
   return thief;
 }
 
 task* split_deque::pop_any_slow() noexcept {
-  for (std::uint32_t h = head_.load(std::memory_order_relaxed); h > 0; h = head_.load(std::memory_order_relaxed)) {
-    task* t = slots_[h - 1].load(std::memory_order_relaxed);  // as in pop_any()
-    if (pop_top(h) == nullptr) return t;
+  for (slot* top = top_.load(std::memory_order_relaxed); top != slots_; top = top_.load(std::memory_order_relaxed)) {
+    task* t = top[-1].load(std::memory_order_relaxed);  // as in pop_any()
+    if (pop_top(top) == nullptr) return t;
   }
-  if (kept_ != nullptr && kept_->head_.load(std::memory_order_relaxed) != 0) return kept_->pop_any();
+  if (kept_ != nullptr && kept_->head() != 0) return kept_->pop_any();
   return nullptr;
 }
 
 worker* split_deque::pop_shared() noexcept {
-  const std::uint32_t head = head_.load(std::memory_order_relaxed);
-  assert(head == split_.load(std::memory_order_relaxed));
+  const std::uint32_t head = this->head();
+  assert(head == split_index());
   assert(head > 0 && "pop() without a matching push()");
   std::uint64_t ts = tail_split_.load(std::memory_order_relaxed);
   for (;;) {
@@ -158,8 +157,8 @@ worker* split_deque::pop_shared() noexcept {
     const std::uint32_t new_split = tail + (split - tail) / 2;
     if (tail_split_.compare_exchange_weak(ts, pack(tail, new_split), std::memory_order_acq_rel,
                                           std::memory_order_relaxed)) {
-      split_.store(new_split, std::memory_order_relaxed);
-      head_.store(head - 1, std::memory_order_release);
+      store_split(new_split);
+      store_head(head - 1, std::memory_order_release);
       ++counts_.shrinks;
       return nullptr;
     }
@@ -177,8 +176,8 @@ worker* split_deque::pop_shared() noexcept {
     wait.pause();
   }
   ++counts_.stolen_pops;
-  head_.store(top, std::memory_order_release);
-  split_.store(top, std::memory_order_relaxed);
+  store_head(top, std::memory_order_release);
+  store_split(top);
   // No thief can be mid-CAS on a state with tail < split (there is none), and
   // no forcing thief can move the split (forcing_ is ours), so a plain store
   // resets the empty shared part to the new top.
@@ -192,8 +191,7 @@ bool split_deque::keep(task* t) noexcept {
   // idle worker asleep without a timeout (it saw nothing to watch) is told
   // (runtime_impl::kept_appeared), since nothing else would wake it if this
   // worker now goes quiet.
-  const bool was_quiet =
-      kept_->head_.load(std::memory_order_relaxed) == kept_->split_.load(std::memory_order_relaxed);
+  const bool was_quiet = kept_->top_.load(std::memory_order_relaxed) == kept_->split_.load(std::memory_order_relaxed);
   if (!kept_->push(t)) return false;
   if (was_quiet) runtime_->kept_appeared();
   return true;
@@ -206,9 +204,9 @@ void split_deque::ask(std::int64_t now) noexcept {
   // the owner for nothing. The time before the flag, so that a thief that
   // sees the flag mostly sees this request's time (relaxed both: a stale
   // time moves a forced share by one request, nothing more).
-  if (push_limit_.load(std::memory_order_relaxed) != 0) {
+  if (!asked()) {
     asked_at_.store(now, std::memory_order_relaxed);
-    push_limit_.store(0, std::memory_order_relaxed);
+    push_limit_.store(slots_, std::memory_order_relaxed);
   } else if (asked_at_.load(std::memory_order_relaxed) == kNotAsked) {
     asked_at_.store(now, std::memory_order_relaxed);
   }
@@ -222,8 +220,8 @@ task* split_deque::steal(worker& thief, std::uint32_t* index) noexcept {
     // Ask the owner to share (the clock is read only when the request is
     // new). A deque that only acknowledges is asked at the rescue's pace
     // instead (request_overdue).
-    if (mode_ == on_request::share && (push_limit_.load(std::memory_order_relaxed) != 0 ||
-                                       asked_at_.load(std::memory_order_relaxed) == kNotAsked)) {
+    if (mode_ == on_request::share &&
+        (!asked() || asked_at_.load(std::memory_order_relaxed) == kNotAsked)) {
       ask(now_ns());
     }
     return nullptr;
@@ -253,15 +251,15 @@ bool split_deque::has_shared_else_ask(bool* stranded) noexcept {
   // announcement (see runtime_impl::park).
   const std::uint64_t ts = tail_split_.load(std::memory_order_seq_cst);
   if (tail_of(ts) < split_of(ts)) return true;
-  if (push_limit_.load(std::memory_order_seq_cst) != 0) {
+  if (push_limit_.load(std::memory_order_seq_cst) != slots_) {
     asked_at_.store(now_ns(), std::memory_order_relaxed);
-    push_limit_.store(0, std::memory_order_seq_cst);
+    push_limit_.store(slots_, std::memory_order_seq_cst);
   } else if (asked_at_.load(std::memory_order_relaxed) == kNotAsked) {
     asked_at_.store(now_ns(), std::memory_order_relaxed);
   }
   // A look at the owner's line, once per park: private tasks that the owner
   // may never share by itself.
-  if (head_.load(std::memory_order_relaxed) > split_.load(std::memory_order_relaxed)) *stranded = true;
+  if (top_.load(std::memory_order_relaxed) > split_.load(std::memory_order_relaxed)) *stranded = true;
   return false;
 }
 
@@ -277,10 +275,10 @@ bool split_deque::force_share(std::int64_t now) noexcept {
   if (!forcing_.compare_exchange_strong(expected, kThief, std::memory_order_acquire, std::memory_order_relaxed)) {
     return false;
   }
-  const std::uint32_t split = split_.load(std::memory_order_relaxed);
-  // Acquire: pairs with the owner's release store of head_ (push, pop): the
+  const std::uint32_t split = split_index();
+  // Acquire: pairs with the owner's release store of top_ (push, pop): the
   // slots below it, and the tasks they point to, are visible.
-  const std::uint32_t head = head_.load(std::memory_order_acquire);
+  const std::uint32_t head = this->head(std::memory_order_acquire);
   bool shared = false;
   if (head > split && heavy_barrier_available()) {
     // The thief's half of the asymmetric Dekker pair with pop(): raise the
@@ -292,12 +290,12 @@ bool split_deque::force_share(std::int64_t now) noexcept {
     // Pushes meanwhile only add private tasks above `head`. A pop and a push
     // back up to `head` before the barrier leave the slots below `head`
     // holding tasks the owner has not taken: those are what is shared.
-    split_.store(head, std::memory_order_relaxed);
-    if (heavy_barrier() && head_.load(std::memory_order_acquire) >= head) {
+    store_split(head);
+    if (heavy_barrier() && this->head(std::memory_order_acquire) >= head) {
       share_up_to(head);
       shared = true;
     } else {
-      split_.store(split, std::memory_order_relaxed);
+      store_split(split);
     }
   }
   // Release: the split as left here reaches the owner's next slow path.

@@ -8,7 +8,7 @@
 // them with plain loads and stores; entries in [tail, split) are shared, and
 // thieves take the oldest one with a compare-and-swap on the packed
 // {tail, split} word. The owner moves the split point when thieves ask for
-// work (`push_limit_` = 0) or when its private part is empty, so a push and a
+// work (`push_limit_` at the bottom) or when its private part is empty, so a push and a
 // pop that nobody disturbs cost a few stores, one relaxed load and no atomic
 // read-modify-write.
 //
@@ -49,6 +49,7 @@ struct deque_counts {
 
 class split_deque {
  public:
+  using slot = std::atomic<task*>;
   static constexpr std::uint32_t kDefaultCapacity = 1u << 14;
   // A thief marks the slot it emptied with its worker's address, tagged with
   // this bit: that tells the owner both that the slot is free and who has
@@ -63,7 +64,7 @@ class split_deque {
   // page fault, a table's growth, a short preemption) does not move them.
   static constexpr std::int64_t kForceKeptAfterNs = 200'000;
 
-  // How the owner answers a thief's request (push_limit_ = 0).
+  // How the owner answers a thief's request (push_limit_ at the bottom).
   enum class on_request : std::uint8_t {
     share,        // shares the older half of its private tasks
     acknowledge,  // only shows that it is alive (keep(): tasks meant for
@@ -82,20 +83,20 @@ class split_deque {
   // Pushes t on top. Returns false, leaving the deque as it was, when the
   // deque is full: the caller then runs the work itself, so nothing is lost.
   MOTE_ALWAYS_INLINE bool push(task* t) noexcept {
-    const std::uint32_t h = head_.load(std::memory_order_relaxed);  // the owner's own
+    slot* const top = top_.load(std::memory_order_relaxed);  // the owner's own
     // One load and one compare cover both rare cases: a full deque, and a
-    // thief's request to share (it sets the limit to 0). Relaxed: acting on a
-    // request late only delays sharing (force_share() covers an owner that
-    // never acts).
-    if (MOTE_UNLIKELY(h >= push_limit_.load(std::memory_order_relaxed))) return push_slow(t);
+    // thief's request to share (it sets the limit to the bottom). Relaxed:
+    // acting on a request late only delays sharing (force_share() covers
+    // an owner that never acts).
+    if (MOTE_UNLIKELY(top >= push_limit_.load(std::memory_order_relaxed))) return push_slow(t);
     // Relaxed: a thief reads this slot only after an acquire that follows
-    // the release below (force_share()'s load of head_) or grow_shared()'s
+    // the release below (force_share()'s load of top_) or grow_shared()'s
     // CAS, both sequenced after this store.
-    slots_[h].store(t, std::memory_order_relaxed);
+    top->store(t, std::memory_order_relaxed);
     // Release (a plain store on x86): a thief that forces a share reads
-    // head_ with acquire, and then the slots below it and the tasks they
+    // top_ with acquire, and then the slots below it and the tasks they
     // point to are the ones pushed.
-    head_.store(h + 1, std::memory_order_release);
+    top_.store(top + 1, std::memory_order_release);
     return true;
   }
 
@@ -104,7 +105,7 @@ class split_deque {
   // result is that thief (the caller waits for it, or leaves it the task).
   // When the deque's tasks are only ever taken back in order (join), the
   // caller knows which task that was; pop_any() is for the other case.
-  MOTE_ALWAYS_INLINE worker* pop() noexcept { return pop_top(head_.load(std::memory_order_relaxed)); }
+  MOTE_ALWAYS_INLINE worker* pop() noexcept { return pop_top(top_.load(std::memory_order_relaxed)); }
 
   // Keeps t for the owner: pop_any() returns it after the deque's own tasks
   // (the newest kept first), and a thief's request does not share it. For
@@ -127,38 +128,35 @@ class split_deque {
   // the thief waiting until the loop ends.
   task* pop_any() noexcept {
     share_if_asked();
-    std::uint32_t h = head_.load(std::memory_order_relaxed);
-    if (MOTE_LIKELY(h > 0)) {
+    slot* top = top_.load(std::memory_order_relaxed);
+    if (MOTE_LIKELY(top != slots_)) {
       // pop_top() inlined, reading the slot too. Read before the pop: when
       // the pop succeeds nobody touched this slot (a thief that took it
       // would have made the pop fail), so this is the task. Relaxed: the
       // owner wrote it.
-      --h;
-      task* t = slots_[h].load(std::memory_order_relaxed);
-      head_.store(h, std::memory_order_release);
+      --top;
+      task* t = top->load(std::memory_order_relaxed);
+      top_.store(top, std::memory_order_release);
       std::atomic_signal_fence(std::memory_order_seq_cst);
-      if (MOTE_LIKELY(h >= split_.load(std::memory_order_relaxed))) return t;
+      if (MOTE_LIKELY(top >= split_.load(std::memory_order_relaxed))) return t;
       if (pop_slow() == nullptr) return t;
     }
     return pop_any_slow();
   }
 
   // Tasks pushed and not yet taken back (kept ones not counted).
-  std::uint32_t depth() const noexcept { return head_.load(std::memory_order_relaxed); }
-  bool empty() const noexcept {
-    return head_.load(std::memory_order_relaxed) == 0 &&
-           (kept_ == nullptr || kept_->head_.load(std::memory_order_relaxed) == 0);
-  }
+  std::uint32_t depth() const noexcept { return head(); }
+  bool empty() const noexcept { return head() == 0 && (kept_ == nullptr || kept_->head() == 0); }
   // Are some of the owner's tasks (kept ones too) still private? Owner only.
   bool has_private() const noexcept {
-    return head_.load(std::memory_order_relaxed) > split_.load(std::memory_order_relaxed) ||
+    return top_.load(std::memory_order_relaxed) > split_.load(std::memory_order_relaxed) ||
            (kept_ != nullptr && kept_->has_private());
   }
 
   // Shares half of the private part if thieves asked for work. For loops that
   // pop many tasks without pushing, so that requests are still answered.
   void share_if_asked() noexcept {
-    if (MOTE_UNLIKELY(push_limit_.load(std::memory_order_relaxed) == 0)) grow_shared();
+    if (MOTE_UNLIKELY(asked())) grow_shared();
   }
   // Shares the next push at once, without waiting for a thief to ask: used
   // when a join finds that its thief has just finished (it is probably
@@ -167,17 +165,17 @@ class split_deque {
   void share_next_push() noexcept {
     // No thief asked: the clock of a forced share starts at the next ask.
     asked_at_.store(kNotAsked, std::memory_order_relaxed);
-    push_limit_.store(0, std::memory_order_relaxed);
+    push_limit_.store(slots_, std::memory_order_relaxed);
   }
   // Has a thief asked this deque to share (a worker looking for work, or
   // one about to park)? A relaxed load of the owner's own word: a hint.
-  bool asked() const noexcept { return push_limit_.load(std::memory_order_relaxed) == 0; }
+  bool asked() const noexcept { return push_limit_.load(std::memory_order_relaxed) == slots_; }
 
   // Shares every private task (the kept ones too) and wakes a sleeper: for
   // an owner about to block in a wait that runs no tasks, so that nothing it
   // holds waits for it. Cheap when nothing is private.
   void publish() noexcept {
-    if (head_.load(std::memory_order_relaxed) > split_.load(std::memory_order_relaxed)) publish_slow();
+    if (top_.load(std::memory_order_relaxed) > split_.load(std::memory_order_relaxed)) publish_slow();
     if (kept_ != nullptr) kept_->publish();
   }
 
@@ -209,7 +207,7 @@ class split_deque {
   // owner, which acknowledges as it runs (dataflow's tasks do), finds the
   // request line changed rarely.
   bool request_overdue(std::int64_t now) noexcept {
-    if (push_limit_.load(std::memory_order_relaxed) == 0) {
+    if (asked()) {
       return now - asked_at_.load(std::memory_order_relaxed) >=
              (mode_ == on_request::share ? kForceAfterNs : kForceKeptAfterNs);
     }
@@ -227,6 +225,17 @@ class split_deque {
   bool force_share(std::int64_t now) noexcept;
 
  private:
+  // The indices behind the pointers (the slow paths and tail_split_ count
+  // in slots).
+  std::uint32_t head(std::memory_order order = std::memory_order_relaxed) const noexcept {
+    return static_cast<std::uint32_t>(top_.load(order) - slots_);
+  }
+  void store_head(std::uint32_t h, std::memory_order order) noexcept { top_.store(slots_ + h, order); }
+  std::uint32_t split_index() const noexcept {
+    return static_cast<std::uint32_t>(split_.load(std::memory_order_relaxed) - slots_);
+  }
+  void store_split(std::uint32_t s) noexcept { split_.store(slots_ + s, std::memory_order_relaxed); }
+
   static constexpr std::uint64_t pack(std::uint32_t tail, std::uint32_t split) noexcept {
     return (static_cast<std::uint64_t>(split) << 32) | tail;
   }
@@ -241,18 +250,18 @@ class split_deque {
   static constexpr std::int64_t kNotAsked = INT64_MAX;
 
   // pop() with the head already loaded (pop_any's loop reads it once).
-  MOTE_ALWAYS_INLINE worker* pop_top(std::uint32_t head) noexcept {
-    assert(head > 0 && "pop() without a matching push()");
-    const std::uint32_t h = head - 1;
+  MOTE_ALWAYS_INLINE worker* pop_top(slot* top) noexcept {
+    assert(top != slots_ && "pop() without a matching push()");
+    --top;
     // The owner's half of the asymmetric Dekker pair with force_share():
     // store the head, then read the split. Only a compiler fence between
     // them; the thief's heavy_barrier() orders the processor (see
-    // force_share()). Either the thief's look at head_ sees this pop and it
+    // force_share()). Either the thief's look at top_ sees this pop and it
     // leaves the task private, or this load sees the split it raised and
     // the pop goes the slow way. Release: see push().
-    head_.store(h, std::memory_order_release);
+    top_.store(top, std::memory_order_release);
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (MOTE_LIKELY(h >= split_.load(std::memory_order_relaxed))) return nullptr;
+    if (MOTE_LIKELY(top >= split_.load(std::memory_order_relaxed))) return nullptr;
     return pop_slow();
   }
   MOTE_API worker* pop_slow() noexcept;
@@ -273,11 +282,12 @@ class split_deque {
   // moves only by CAS (so both halves change atomically together), by the
   // owner or a forcing thief holding forcing_.
   alignas(cache_line) std::atomic<std::uint64_t> tail_split_{0};
-  // The owner pushes on its fast path while head_ is below this: capacity_
-  // normally, 0 once a thief that found no shared task asks the owner to
-  // share (the owner restores it when it answers). Checked before it is
-  // written, so idle thieves do not keep invalidating the owner's copy.
-  std::atomic<std::uint32_t> push_limit_;
+  // The owner pushes on its fast path while top_ is below this: the end of
+  // the slots normally, their start (slots_) once a thief that found no
+  // shared task asks the owner to share (the owner restores it when it
+  // answers). Checked before it is written, so idle thieves do not keep
+  // invalidating the owner's copy.
+  std::atomic<slot*> push_limit_;
   // Held (kOwner or kThief) by whoever changes split_: the owner's slow
   // paths and a forcing thief. The owner's fast paths never look at it.
   std::atomic<std::uint32_t> forcing_{kFree};
@@ -287,14 +297,17 @@ class split_deque {
   std::atomic<std::uint64_t> forced_{0};  // forced shares, for MOTE_STATS
 
   // ---- The owner's line: written by the owner; read by a forcing thief --
-  alignas(cache_line) std::atomic<std::uint32_t> head_{0};  // next free slot
-  // The split as the owner's pops test it. Equal to split_of(tail_split_)
-  // whenever forcing_ is free; a forcing thief raises it first (its half of
-  // the Dekker pair) and lowers it back if the owner took the tasks.
-  std::atomic<std::uint32_t> split_{0};
+  // The next free slot (slots_ + the head index: a pointer, so that a push
+  // and a pop are a few instructions).
+  alignas(cache_line) std::atomic<slot*> top_;
+  // The split as the owner's pops test it (slots_ + the split index). Equal
+  // to split_of(tail_split_) whenever forcing_ is free; a forcing thief
+  // raises it first (its half of the Dekker pair) and lowers it back if the
+  // owner took the tasks.
+  std::atomic<slot*> split_;
+  slot* slots_;
   std::uint32_t capacity_;
   on_request mode_;
-  std::atomic<task*>* slots_;
   split_deque* kept_ = nullptr;  // keep()'s deque (the pool's), or nullptr
   runtime_impl* runtime_;
   deque_counts counts_;
