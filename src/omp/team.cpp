@@ -85,6 +85,18 @@ std::int64_t spin_ns_for_omp() {
   return -1;  // mote's default
 }
 
+// The most threads a team has: 64 per CPU this process may use, at least
+// 256, at most 4096 (mote's limit on a runtime's workers, core/config.cpp).
+// A team asked for more is this large (OpenMP lets a team be smaller than
+// asked); omp_get_num_threads() says how large it is. Far more workers than
+// CPUs cost mote time that grows with their square (an idle worker's look
+// visits every other worker): on 2 CPUs a region of 1024 threads took 2-4 s,
+// of 2048 threads 9-15 s, of 256 threads 0.03-0.3 s.
+unsigned max_team() {
+  static const unsigned cap = std::clamp(64 * globals().num_procs, 256u, 4096u);
+  return cap;
+}
+
 // Under omp_state::mutex, with no region running (the outermost lock held):
 // a runtime of at least `want` workers (worker 0 is the caller seat).
 runtime_impl& ensure_runtime(omp_state& s, unsigned want) {
@@ -323,7 +335,7 @@ runtime_impl& runtime() {
   omp_state& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.impl != nullptr) return *s.impl;
-  return ensure_runtime(s, std::max(1u, globals().initial.nthreads));
+  return ensure_runtime(s, std::min(max_team(), std::max(1u, globals().initial.nthreads)));
 }
 
 bool team_tasks_done(const team& tm) noexcept {
@@ -376,7 +388,7 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   task_icvs& icv = thread_icvs();
   unsigned n = nthreads != 0 ? nthreads : icv.nthreads;
   if (cur.active_level >= icv.max_active_levels) n = 1;
-  n = std::max(1u, std::min(n, icv.thread_limit));
+  n = std::max(1u, std::min({n, icv.thread_limit, max_team()}));
   r.cur = &cur;
 
   omp_state& s = state();
@@ -389,12 +401,13 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       // Nested regions take workers no outer team holds: room for the
-      // levels below when nesting is on (up to four, at most 64 workers).
+      // levels below when nesting is on (up to four, at most 64 workers
+      // unless the outermost team alone needs more).
       unsigned want = n;
       const unsigned levels = std::min(icv.max_active_levels, 4u);
       for (unsigned l = 1; l < levels; ++l) {
         const unsigned inner = icv.nthreads_rest_len >= l ? icv.nthreads_rest[l - 1] : n;
-        want = std::min(64u, want * std::max(1u, inner));
+        want = std::max(n, std::min(64u, want * std::max(1u, inner)));
       }
       r.rt = &ensure_runtime(s, want);
     }
