@@ -116,13 +116,18 @@ runtime_impl& ensure_runtime(omp_state& s, unsigned want) {
   const global_icvs& g = globals();
   o.stack_size = g.stacksize;  // OMP_STACKSIZE / GOMP_STACKSIZE
   if (std::getenv("MOTE_BIND") == nullptr && binds(g)) {
-    // OMP_PLACES / OMP_PROC_BIND: worker i on place i (its first CPU), as
-    // GNU's close binding puts a team's threads; thread 0, in the seat, is
-    // bound to the first place already (bind_initial_thread).
+    // OMP_PLACES / OMP_PROC_BIND: worker i on place i (its first CPU this
+    // process may use), as GNU's close binding puts a team's threads; thread
+    // 0, in the seat, is bound to the first place already
+    // (bind_initial_thread). A place with no such CPU (GOMP_CPU_AFFINITY
+    // may name any, and GNU's list keeps them) gets no worker.
     binding b;
     b.mode = binding::kind::list;
     for (const place& p : g.places) {
-      if (!p.empty()) b.cpus.push_back(p.front());
+      const auto usable = std::find_if(p.begin(), p.end(), [&g](int cpu) {
+        return std::binary_search(g.allowed_cpus.begin(), g.allowed_cpus.end(), cpu);
+      });
+      if (usable != p.end()) b.cpus.push_back(*usable);
     }
     if (!b.cpus.empty()) o.bind = b;
   }
