@@ -56,6 +56,15 @@ seat& seat_of(worker& w) noexcept { return *static_cast<seat*>(w.slot(kOmpSlot))
 
 constinit thread_local thread_state* tls_state = nullptr;
 
+// set_region_start_hook's function. Relaxed: set before any region starts
+// (libgomp.so.1's constructor); only a code address, nothing published.
+std::atomic<void (*)()> region_start_hook{nullptr};
+
+void region_started() {
+  void (*hook)() = region_start_hook.load(std::memory_order_relaxed);
+  if (MOTE_UNLIKELY(hook != nullptr)) hook();
+}
+
 thread_state& initial_state() {
   // A thread in no region: level 0, its initial task, no team.
   static thread_local std::unique_ptr<thread_state> mine;
@@ -257,6 +266,7 @@ void run_member(worker& w, team& tm, unsigned id) {
   st.prev = saved;
   tls_state = &st;
   icv = tm.icvs;
+  region_started();
   if (tm.prologue != nullptr) tm.prologue(tm.prologue_arg);
   tm.fn(tm.data);
   end_of_region(tm, st);
@@ -315,6 +325,8 @@ thread_state& current() noexcept {
 }
 
 void set_current(thread_state* st) noexcept { tls_state = st; }
+
+void set_region_start_hook(void (*hook)()) noexcept { region_start_hook.store(hook, std::memory_order_relaxed); }
 
 void run_as_initial_thread(void (*fn)(void*), void* arg) {
   thread_state fresh;
@@ -484,6 +496,7 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   tls_state = &st;
   r.saved_icv = icv;
   icv = tm.icvs;
+  region_started();
   if (prologue != nullptr) prologue(prologue_arg);
 }
 

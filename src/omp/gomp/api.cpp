@@ -24,6 +24,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "omp/gomp/abi.hpp"
 #include "omp/icv.hpp"
@@ -483,6 +484,31 @@ MOTE_GOMP_EXPORT void omp_display_affinity(const char* format) {
   const std::string text = capture_affinity(format) + "\n";
   std::fwrite(text.data(), 1, text.size(), stderr);
 }
+
+}  // extern "C"
+
+namespace mote::omp {
+
+// OMP_DISPLAY_AFFINITY: the calling thread's line (the affinity format, as
+// omp_display_affinity shows it) as it starts a region, when it differs
+// from the last line it showed at that nesting level: upon its first region,
+// and whenever what the format shows changed (the team size, the thread's
+// number, its place ...). Each thread shows its own line; the team layer
+// calls this (set_region_start_hook; init.cpp sets it).
+void display_affinity_on_change() {
+  static thread_local std::vector<std::string> shown;  // the last line, per level
+  const std::string text = capture_affinity(nullptr);
+  const auto level = static_cast<std::size_t>(mote::omp::level());
+  if (shown.size() <= level) shown.resize(level + 1);
+  if (shown[level] == text) return;
+  shown[level] = text;
+  const std::string line = text + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+}  // namespace mote::omp
+
+extern "C" {
 
 // ---- Time ------------------------------------------------------------------------------------
 
