@@ -186,7 +186,7 @@ MOTE_API void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigne
 // thread 0 before region_begin returns); region_end is the region's end.
 struct region {
   thread_state* cur = nullptr;
-  std::unique_lock<std::mutex> outermost;
+  void* group = nullptr;  // an outermost region's contention group (team.cpp), held to its end
   detail::worker* previous = nullptr;
   detail::runtime_impl* rt = nullptr;
   bool seated = false;
