@@ -360,6 +360,34 @@ TEST_F(config_resolve, ExplicitEmptyCpuList) {
   expect_config_error([&] { resolve_config(o, t); }, {"runtime_options::bind"});
 }
 
+// A caller seat with one worker leaves no worker with a thread: run(), and
+// any task submitted from outside, would wait forever. Refused, naming the
+// option and where the one worker came from; two workers are fine.
+TEST_F(config_resolve, CallerSeatNeedsASecondWorker) {
+  const topology t = fake_topology(4, 1);
+  runtime_options o;
+  o.caller_seat = true;
+  o.num_workers = 1;
+  expect_config_error([&] { resolve_config(o, t); },
+                      {"runtime_options::caller_seat", "runtime_options::num_workers=1", "at least 2"});
+  // The real runtime refuses it too (before the fix it started, and run() never returned).
+  expect_config_error([&] { mote::runtime rt(o); }, {"runtime_options::caller_seat"});
+  o.num_workers.reset();
+  set("MOTE_NUM_THREADS", "1");
+  expect_config_error([&] { resolve_config(o, t); }, {"runtime_options::caller_seat", "MOTE_NUM_THREADS='1'"});
+  unsetenv("MOTE_NUM_THREADS");
+  expect_config_error([&] { resolve_config(o, fake_topology(1, 1)); },
+                      {"runtime_options::caller_seat", "1 core"});
+  o.num_workers = 2;
+  const auto cfg = resolve_config(o, t);
+  EXPECT_TRUE(cfg.caller_seat);
+  EXPECT_EQ(cfg.num_workers, 2u);
+  // Without a seat, one worker is fine.
+  o.caller_seat = false;
+  o.num_workers = 1;
+  EXPECT_EQ(resolve_config(o, t).num_workers, 1u);
+}
+
 TEST_F(config_resolve, DequeCapacity) {
   const topology t = fake_topology(1, 1);
   runtime_options o;

@@ -40,7 +40,10 @@ std::unique_ptr<runtime_impl> bare_runtime() {
   return std::make_unique<runtime_impl>(c, nullptr);
 }
 
-void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_t seed) {
+// With `forcing`, the thieves also share the owner's private tasks
+// themselves (force_share, as a thief does when a request goes unanswered),
+// at random moments, while the owner pushes and pops as fast as it can.
+void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_t seed, bool forcing = false) {
   auto rt = bare_runtime();
   split_deque deque(rt.get(), capacity);
   // Thieves mark the slots they empty with their worker's address.
@@ -58,7 +61,14 @@ void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_
   for (int i = 0; i < thieves; ++i) {
     threads.emplace_back([&, i] {
       worker& me = *thief_workers[static_cast<std::size_t>(i)];
+      std::mt19937_64 thief_rng(seed + 100 + static_cast<std::uint64_t>(i));
+      std::int64_t clock = 0;
       while (!done.load(std::memory_order_acquire)) {
+        if (forcing && thief_rng() % 8 == 0) {
+          // A time far past any request: the force is always due.
+          clock += split_deque::kForceAfterNs;
+          deque.force_share(clock);
+        }
         std::uint32_t index = 0;
         if (task* t = deque.steal(me, &index)) {
           auto* c = static_cast<counted_task*>(t);
@@ -145,6 +155,7 @@ void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_
     ASSERT_EQ(tasks[static_cast<std::size_t>(i)].taken.load(), 1) << "task " << i;
   }
   if (thieves == 0) EXPECT_EQ(stolen.load(), 0);
+  if (forcing) EXPECT_GT(deque.forced_shares(), 0u) << "no share was forced: the test tested nothing";
 }
 
 TEST(Deque, OwnerAloneTakesEverythingBack) { run_protocol(0, 2000, 1u << 10, mote_test::test_seed()); }
@@ -159,6 +170,78 @@ TEST(Deque, ThreeThievesEveryTaskOnce) {
 
 TEST(Deque, SmallCapacityNeverLosesWork) {
   run_protocol(2, mote_test::scaled(10000), 64, mote_test::test_seed() + 2);
+}
+
+// Forced shares against an owner that keeps pushing and popping: the
+// asymmetric Dekker pair (force_share's membarrier against pop's plain
+// store-then-load) must never let a task be taken twice or lost.
+TEST(Deque, ForcedSharesEveryTaskOnce) {
+  if (!mote::detail::heavy_barrier_available()) GTEST_SKIP() << "membarrier(2) is not available here";
+  run_protocol(1, mote_test::scaled(20000), 1u << 10, mote_test::test_seed() + 3, true);
+}
+
+TEST(Deque, ForcedSharesThreeThievesEveryTaskOnce) {
+  if (!mote::detail::heavy_barrier_available()) GTEST_SKIP() << "membarrier(2) is not available here";
+  run_protocol(3, mote_test::scaled(10000), 64, mote_test::test_seed() + 4, true);
+}
+
+// An owner that pushed and then went quiet (a long leaf, a lock): its
+// private tasks are out of a thief's reach until the request is overdue;
+// then the thief shares them itself, all of them, oldest first, and the
+// owner's pops afterwards name the thief.
+TEST(Deque, OverdueRequestLetsTheThiefShareEverything) {
+  if (!mote::detail::heavy_barrier_available()) GTEST_SKIP() << "membarrier(2) is not available here";
+  auto rt = bare_runtime();
+  split_deque owner(rt.get(), 64);
+  worker thief(*rt, 1, 64);
+  std::vector<counted_task> tasks(3);
+  for (auto& t : tasks) t.init(&no_op);
+  for (auto& t : tasks) ASSERT_TRUE(owner.push(&t));
+  std::uint32_t index = 99;
+  EXPECT_EQ(owner.steal(thief, &index), nullptr);  // asks; the owner never answers
+  const std::int64_t asked = mote::detail::now_ns();
+  EXPECT_FALSE(owner.request_overdue(asked - split_deque::kForceAfterNs));
+  EXPECT_TRUE(owner.request_overdue(mote::detail::now_ns() + split_deque::kForceAfterNs));
+  ASSERT_TRUE(owner.force_share(mote::detail::now_ns() + split_deque::kForceAfterNs));
+  EXPECT_EQ(owner.forced_shares(), 1u);
+  // The clock restarts: not due again at once.
+  EXPECT_FALSE(owner.request_overdue(mote::detail::now_ns() + split_deque::kForceAfterNs / 2));
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(owner.steal(thief, &index), &tasks[i]);
+    EXPECT_EQ(index, i);
+  }
+  EXPECT_EQ(owner.steal(thief, &index), nullptr);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(owner.pop(), &thief);
+  EXPECT_EQ(owner.depth(), 0u);
+  // Nothing private: nothing to force.
+  EXPECT_FALSE(owner.force_share(mote::detail::now_ns() + 4 * split_deque::kForceAfterNs));
+}
+
+// publish(): an owner about to block shares everything at once, kept tasks
+// too, with no thief asking.
+TEST(Deque, PublishSharesEverythingKeptTasksToo) {
+  auto rt = bare_runtime();
+  split_deque owner(rt.get(), 64);
+  split_deque kept(rt.get(), 64, split_deque::on_request::acknowledge);
+  owner.set_kept(&kept);
+  worker thief(*rt, 1, 64);
+  std::vector<counted_task> tasks(4);
+  for (auto& t : tasks) t.init(&no_op);
+  ASSERT_TRUE(owner.push(&tasks[0]));
+  ASSERT_TRUE(owner.push(&tasks[1]));
+  ASSERT_TRUE(owner.keep(&tasks[2]));
+  ASSERT_TRUE(owner.keep(&tasks[3]));
+  EXPECT_TRUE(owner.has_private());
+  owner.publish();
+  EXPECT_FALSE(owner.has_private());
+  std::uint32_t index = 0;
+  EXPECT_EQ(owner.steal(thief, &index), &tasks[0]);
+  EXPECT_EQ(owner.steal(thief, &index), &tasks[1]);
+  EXPECT_EQ(owner.steal(thief, &index), nullptr);
+  EXPECT_EQ(kept.steal(thief, &index), &tasks[2]);
+  EXPECT_EQ(kept.steal(thief, &index), &tasks[3]);
+  EXPECT_EQ(owner.pop_any(), nullptr);
+  EXPECT_TRUE(owner.empty());
 }
 
 TEST(Deque, PushFailsOnlyWhenFull) {
@@ -211,30 +294,47 @@ TEST(Deque, PopAnySkipsStolenTasks) {
   EXPECT_EQ(owner.depth(), 0u);
 }
 
-TEST(Deque, KeptTasksNeverReachAThiefAndComeBackAfterTheDequesOwn) {
+TEST(Deque, KeptTasksReachAThiefOnlyWhenTheOwnerGoesQuiet) {
   auto rt = bare_runtime();
   split_deque owner(rt.get(), 64);
+  split_deque kept(rt.get(), 64, split_deque::on_request::acknowledge);
+  owner.set_kept(&kept);
   worker thief(*rt, 1, 64);
-  std::vector<mote::detail::queued_task> kept(3);
+  std::vector<counted_task> held(3);
   std::vector<counted_task> pushed(2);
-  for (auto& t : kept) t.execute = &no_op;
+  for (auto& t : held) t.init(&no_op);
   for (auto& t : pushed) t.init(&no_op);
-  for (auto& t : kept) owner.keep(&t);
+  for (auto& t : held) ASSERT_TRUE(owner.keep(&t));
   EXPECT_FALSE(owner.empty());
   EXPECT_EQ(owner.depth(), 0u);  // the deque's own count only
   std::uint32_t index = 0;
-  // A thief asks, the owner pushes (and shares), the thief steals: only the
-  // pushed task can reach it, whatever is kept.
+  // A thief asks both, the owner pushes (and shares), the thief steals: only
+  // the pushed task can reach it, whatever is kept.
   EXPECT_EQ(owner.steal(thief, &index), nullptr);
+  EXPECT_EQ(kept.steal(thief, &index), nullptr);
   ASSERT_TRUE(owner.push(&pushed[0]));
   ASSERT_TRUE(owner.push(&pushed[1]));
   EXPECT_EQ(owner.steal(thief, &index), &pushed[0]);
   EXPECT_EQ(owner.steal(thief, &index), nullptr);
-  // The owner: the deque's own task first, then the kept ones, newest first.
+  EXPECT_EQ(kept.steal(thief, &index), nullptr);
+  // The owner: the deque's own task first, then a kept one, newest first;
+  // taking it answers the kept deque's request without sharing anything.
   EXPECT_EQ(owner.pop_any(), &pushed[1]);
-  EXPECT_EQ(owner.pop_any(), &kept[2]);
-  EXPECT_EQ(owner.pop_any(), &kept[1]);
-  EXPECT_EQ(owner.pop_any(), &kept[0]);
+  EXPECT_EQ(owner.pop_any(), &held[2]);
+  EXPECT_FALSE(kept.asked());
+  EXPECT_EQ(kept.steal(thief, &index), nullptr);  // asks again
+  // Then the owner goes quiet: once the request is overdue, the thief takes
+  // what is left.
+  if (mote::detail::heavy_barrier_available()) {
+    const std::int64_t later = mote::detail::now_ns() + split_deque::kForceAfterNs;
+    ASSERT_TRUE(kept.request_overdue(later));
+    ASSERT_TRUE(kept.force_share(later));
+    EXPECT_EQ(kept.steal(thief, &index), &held[0]);
+    EXPECT_EQ(owner.pop_any(), &held[1]);
+  } else {
+    EXPECT_EQ(owner.pop_any(), &held[1]);
+    EXPECT_EQ(owner.pop_any(), &held[0]);
+  }
   EXPECT_EQ(owner.pop_any(), nullptr);
   EXPECT_TRUE(owner.empty());
 }

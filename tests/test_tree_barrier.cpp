@@ -121,6 +121,32 @@ void no_delay(std::mt19937_64&) {}
 
 TEST(TreeBarrier, ZeroThreadsIsRefused) { EXPECT_THROW(mote::tree_barrier(0), mote::usage_error); }
 
+// An id outside the team is misuse that wait() (noexcept) reports with one
+// line naming the id and the team's size, then aborts; in every form of the
+// wait, and for ids just past the end and far past it.
+TEST(TreeBarrierDeathTest, AnIdOutsideTheTeamAbortsNamingItAndTheSize) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        mote::tree_barrier barrier(3);
+        barrier.wait(3);
+      },
+      "mote::tree_barrier::wait: id 3 is out of range for a team of 3 threads");
+  EXPECT_DEATH(
+      {
+        mote::tree_barrier barrier(1);
+        barrier.wait(1000000, [] { return false; });
+      },
+      "mote::tree_barrier::wait: id 1000000 is out of range for a team of 1 threads");
+  EXPECT_DEATH(
+      {
+        mote::tree_barrier barrier(5);
+        barrier.wait(
+            static_cast<std::size_t>(-1), [] { return false; }, [] { return true; });
+      },
+      "mote::tree_barrier::wait: id 18446744073709551615 is out of range for a team of 5 threads");
+}
+
 // Every size from one thread (the root alone) to two levels under it.
 TEST(TreeBarrier, PhasesHoldForEverySize) {
   for (std::size_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {

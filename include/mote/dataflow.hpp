@@ -156,6 +156,14 @@ struct reduction_identity<std::logical_and<U>, T> {
 // starts at 0 and the tasks subtract from it, and the copies are added to x,
 // so x ends as x minus everything the tasks subtracted.
 //
+// An operator that throws while combining fails the reduction as a task that
+// throws fails its accesses: the scope's wait rethrows the exception (unless
+// another came first), and the tasks after the reduction on x are skipped
+// (and those after them), while the other tasks run. x then holds what the
+// combine left: the copies folded before the throw are in it, the rest are
+// lost, and an operator that took x by value may have left it moved-from
+// (valid, unspecified).
+//
 //   double sum = 0;
 //   for (int b = 0; b < blocks; ++b)
 //     df.spawn(mote::reduction(std::plus<>{}, sum), [&, b](double& s) { s += part(b); });
@@ -394,7 +402,7 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
     named = false;
   }
   const detail::df_spawn_info info{sizeof(record), alignof(record), what, named};
-  const detail::df_block block = detail::df_allocate(info, n, w);
+  const detail::df_block block = detail::df_allocate(info, n, w, runtime_);
   record* t;
   try {
     t = ::new (block.memory) record(typename record::from_callable{}, std::forward<F>(f));

@@ -87,6 +87,14 @@ struct runtime_options {
   // It is not pinned (the thread keeps its own affinity); the workers after
   // it are placed as usual, from the second CPU of the binding on. Only the
   // front ends inside mote take the seat (the runtime's internal interface).
+  // It needs at least 2 workers (config_error otherwise, naming this option
+  // and where the count of 1 came from): with one, no worker would have a
+  // thread, and run() or a task_group of the runtime would wait forever
+  // while nobody sits in the seat.
+  //
+  //   mote::runtime_options o;
+  //   o.caller_seat = true;
+  //   o.num_workers = 2;  // worker 0: the seat; worker 1: a thread of its own
   bool caller_seat = false;
   // The stack of each worker thread, in bytes (0: the system's default, 8 MiB
   // on Debian). Deep recursion inside tasks (a task that waits for a child

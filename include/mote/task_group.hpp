@@ -212,6 +212,7 @@ class MOTE_API task_group {
   void await_elsewhere(detail::worker* w) noexcept;
   void park_as_owner(detail::worker& w, std::int64_t timeout_ns) noexcept;
   void park_elsewhere(std::int64_t timeout_ns) noexcept;
+  void park_worker_elsewhere(detail::worker& w, std::int64_t timeout_ns) noexcept;
   // The body of wait(): the first task exception (or nullptr), and whether
   // the group was cancelled; throws mote::usage_error for a concurrent wait,
   // a wait from inside the group's own task, or a forked runtime.
@@ -243,6 +244,10 @@ class MOTE_API task_group {
   // counted up here, and tasks that finish anywhere but on the owner's own
   // pops count down here. See the bit layout above.
   alignas(detail::cache_line) std::atomic<std::uint64_t> remote_{0};
+  // The park word of a worker that waits here without owning the group
+  // (park_worker_elsewhere), or nullptr: the last count-down wakes it. On
+  // remote_'s line, which every count-down takes anyway.
+  std::atomic<std::atomic<std::uint32_t>*> waiter_word_{nullptr};
 };
 
 namespace detail {

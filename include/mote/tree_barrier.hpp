@@ -83,7 +83,8 @@ class MOTE_API tree_barrier {
   // Thread `id` (0 <= id < size(), one thread per id, each id once per
   // barrier) arrives and waits until all n have arrived. What every thread
   // did before its wait happens before what any thread does after its wait
-  // returns.
+  // returns. An id out of range is misuse: a one-line message naming the id
+  // and size() on stderr, then abort (every form of wait).
   void wait(std::size_t id) noexcept { wait_erased(id, hook{}, hook{}); }
 
   // As wait(id), calling poll() between looks while it waits: poll runs some

@@ -220,11 +220,19 @@ std::optional<bool> env_adaptive() {
   return std::nullopt;
 }
 
+std::optional<unsigned> env_num_threads() {
+  if (const auto env = read_env("MOTE_NUM_THREADS")) {
+    return static_cast<unsigned>(parse_integer(*env, "MOTE_NUM_THREADS", 1, kMaxWorkers, "a positive integer"));
+  }
+  return std::nullopt;
+}
+
 resolved_config resolve_config(const runtime_options& options, const topology& topo) {
   resolved_config cfg;
   cfg.machine = topo;
 
   // ---- Worker count ----
+  std::string workers_from;  // where the count came from, for messages
   if (options.num_workers) {
     const unsigned n = *options.num_workers;
     if (n == 0 || n > kMaxWorkers) {
@@ -232,12 +240,14 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
                          " is out of range (expected 1.." + std::to_string(kMaxWorkers) + ")");
     }
     cfg.num_workers = n;
-  } else if (const auto env = read_env("MOTE_NUM_THREADS")) {
+    workers_from = "runtime_options::num_workers=" + std::to_string(n);
+  } else if (const auto env = env_num_threads()) {
     // More workers than cores is legal: oversubscription is the user's call.
-    cfg.num_workers = static_cast<unsigned>(
-        parse_integer(*env, "MOTE_NUM_THREADS", 1, kMaxWorkers, "a positive integer"));
+    cfg.num_workers = *env;
+    workers_from = "MOTE_NUM_THREADS='" + *read_env("MOTE_NUM_THREADS") + "'";
   } else {
     cfg.num_workers = static_cast<unsigned>(std::clamp(topo.num_cores, 1, static_cast<int>(kMaxWorkers)));
+    workers_from = "the machine's " + std::to_string(topo.num_cores) + (topo.num_cores == 1 ? " core" : " cores");
   }
 
   // ---- Binding ----
@@ -349,6 +359,14 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
   cfg.assistants = options.assistants;
   cfg.caller_seat = options.caller_seat;
   cfg.stack_size = options.stack_size;
+  if (cfg.caller_seat && cfg.num_workers < 2) {
+    // Worker 0 would be the seat alone: no worker of the runtime has a thread,
+    // so work submitted from outside (run(), a task_group of the runtime)
+    // would wait forever while nobody sits in the seat.
+    throw config_error("runtime_options::caller_seat needs at least 2 workers, and " + workers_from +
+                       " gives 1 (worker 0, the seat, has no thread of its own: nothing would run what "
+                       "run() submits while nobody sits in it)");
+  }
   if (cfg.caller_seat && cfg.assistants) {
     throw config_error("runtime_options::caller_seat and runtime_options::assistants cannot be combined "
                        "(worker 0 has no thread of its own to own an assistant)");

@@ -38,6 +38,9 @@ struct resolved_config {
 // for anything that cannot be parsed or used on this machine.
 // MOTE_ADAPTIVE: 0 or 1, nullopt when unset; config_error naming it otherwise.
 MOTE_API std::optional<bool> env_adaptive();
+// MOTE_NUM_THREADS: the number of workers it asks for (1..4096), nullopt when
+// unset; config_error naming it otherwise.
+MOTE_API std::optional<unsigned> env_num_threads();
 
 MOTE_API resolved_config resolve_config(const runtime_options& options, const topology& topo);
 

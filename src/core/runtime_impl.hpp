@@ -113,6 +113,18 @@ class runtime_impl {
     return workers_[i]->park_word().load(std::memory_order_relaxed) == waiter_slot::kSleeping;
   }
 
+  // A worker's kept tasks (split_deque::keep) went from none to some: wakes
+  // an idle worker that sleeps without a timeout, if one does, so that it
+  // watches them (a timed sleep, then rescue) in case their owner goes
+  // quiet. Kept tasks are never shared by the owner's pushes, so nothing
+  // else would wake it. The Dekker pair with park(): the keep's store of the
+  // head, this fence, the load of untimed_sleepers_; against park()'s count,
+  // its fence, its look at every kept deque.
+  void kept_appeared() noexcept {
+    event_count_fence();
+    if (untimed_sleepers_.load(std::memory_order_relaxed) != 0) wake_untimed();
+  }
+
   // Wakes one parked idle worker, if any is parked. Called after work became
   // visible to thieves (grow_shared's CAS, a steal that left more, an
   // injection). The event count's notifier half for a seq_cst publication
@@ -141,18 +153,32 @@ class runtime_impl {
   std::vector<int> spinner_cpus() const;
   void print_stats() const;  // stats.cpp
   // Sleeps until notify_one(), unless work is visible or the runtime stops.
-  void park(worker& self) noexcept;
+  // True when the sleep was timed because another worker held private tasks
+  // (*stranded_timeout_ns, which doubles) or was awake: the caller should
+  // then rescue() what may be stranded.
+  bool park(worker& self, std::int64_t* stranded_timeout_ns) noexcept;
   // Wakes one sleeping worker, or else cancels one announcement (that worker
   // looks again instead of sleeping). Never spends a wake-up on a worker that
   // is already awake or already woken.
   void wake_one() noexcept;
   // Wakes every parked worker; after stop_ is set.
   void wake_all() noexcept;
+  // Wakes (or cancels the announcement of) one idle worker that is about
+  // to sleep, or sleeps, without a timeout (worker::untimed_flag).
+  void wake_untimed() noexcept;
+  // Takes back park()'s announcement of a sleep without a timeout.
+  void untimed_done(worker& self) noexcept;
   // The last look before sleeping: injected work, or shared tasks on any
   // other worker. Asks every victim without shared tasks to share (see
   // split_deque::has_shared_else_ask), so one with private work does so on
-  // its next push, which notifies.
-  bool work_visible_else_ask(worker& self) noexcept;
+  // its next push, which notifies; sets *stranded when one holds private
+  // tasks (which it may never push again to share), and *others_awake when
+  // another worker is awake.
+  bool work_visible_else_ask(worker& self, bool* stranded, bool* others_awake) noexcept;
+  // Forces out the private tasks of every other worker whose request to
+  // share is overdue (worker::rescue_from) and runs one of them. True when
+  // it ran one.
+  bool rescue(worker& self, std::int64_t now) noexcept;
   task* take_injected() noexcept;
 
   resolved_config config_;
@@ -186,6 +212,8 @@ class runtime_impl {
   std::atomic<bool> seat_taken_{false};
 
   alignas(cache_line) std::atomic<std::uint32_t> idle_sleepers_{0};
+  // Of those, the ones whose sleep has no timeout (see park()).
+  std::atomic<std::uint32_t> untimed_sleepers_{0};
   std::atomic<bool> stop_{false};
 };
 

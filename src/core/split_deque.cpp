@@ -1,48 +1,107 @@
-// The split deque's slow paths and the thief side. docs/design.md has the
-// whole protocol; the comments here give each ordering's pairing.
+// The split deque's slow paths, the thief side and forced sharing.
+// docs/design.md has the whole protocol; the comments here give each
+// ordering's pairing.
 #include "mote/detail/split_deque.hpp"
 
 #include <cassert>
 
 #include "core/runtime_impl.hpp"
+#include "mote/detail/queue_wait.hpp"  // heavy_barrier
 
 namespace mote::detail {
 
-split_deque::split_deque(runtime_impl* rt, std::uint32_t capacity)
-    : push_limit_(capacity), capacity_(capacity), slots_(new std::atomic<task*>[capacity]), runtime_(rt) {
+split_deque::split_deque(runtime_impl* rt, std::uint32_t capacity, on_request mode)
+    : push_limit_(capacity),
+      capacity_(capacity),
+      mode_(mode),
+      slots_(new std::atomic<task*>[capacity]),
+      runtime_(rt) {
   for (std::uint32_t i = 0; i < capacity; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
 }
 
 split_deque::~split_deque() { delete[] slots_; }
 
-void split_deque::grow_shared() noexcept {
-  const std::uint32_t private_count = head_ - split_;
-  // With nothing private there is nothing to share. The request stays set so
-  // the next push answers it (the thief that set it may be asleep by then).
-  if (private_count == 0) return;
-  push_limit_.store(capacity_, std::memory_order_relaxed);
-  // Share the older half (rounded up): the oldest tasks are the largest.
-  const std::uint32_t new_split = split_ + (private_count + 1) / 2;
+// ---- forcing_: the owner's slow paths against a forcing thief ---------------
+
+void split_deque::lock_owner() noexcept {
+  // Acquire: a forcing thief's changes to split_ and tail_split_, released by
+  // its store of kFree, are seen by what follows. The thief holds it for a
+  // membarrier(2) call at most; back off (yielding in the end) meanwhile.
+  backoff wait;
+  for (;;) {
+    std::uint32_t expected = kFree;
+    if (forcing_.compare_exchange_weak(expected, kOwner, std::memory_order_acquire, std::memory_order_relaxed)) {
+      return;
+    }
+    wait.pause();
+  }
+}
+
+void split_deque::unlock_owner() noexcept {
+  // Release: split_ and tail_split_ as the owner left them reach the next
+  // forcing thief's acquire.
+  forcing_.store(kFree, std::memory_order_release);
+}
+
+// ---- The owner's slow paths -------------------------------------------------
+
+void split_deque::share_up_to(std::uint32_t new_split) noexcept {
   std::uint64_t ts = tail_split_.load(std::memory_order_relaxed);
   // seq_cst: (1) release, so that a thief whose CAS reads this value (or a
   // later thief CAS in its release sequence) sees the slots written by push();
   // (2) ordered before notify_one()'s seq_cst load of idle_sleepers_: the
   // event count's notifier half for a seq_cst publication
-  // (wait/event_count.hpp), against park()'s announce-then-look.
-  while (!tail_split_.compare_exchange_weak(ts, pack(tail_of(ts), new_split),
-                                            std::memory_order_seq_cst,
+  // (wait/event_count.hpp), against park()'s announce-then-look. Only thieves
+  // move tail meanwhile (the split is ours: forcing_ is held).
+  while (!tail_split_.compare_exchange_weak(ts, pack(tail_of(ts), new_split), std::memory_order_seq_cst,
                                             std::memory_order_relaxed)) {
   }
-  split_ = new_split;
+  split_.store(new_split, std::memory_order_relaxed);
+}
+
+void split_deque::grow_shared() noexcept {
+  lock_owner();
+  const std::uint32_t head = head_.load(std::memory_order_relaxed);
+  const std::uint32_t split = split_.load(std::memory_order_relaxed);
+  // With nothing private there is nothing to share. The request stays set so
+  // the next push answers it (the thief that set it may be asleep by then).
+  if (head == split) {
+    unlock_owner();
+    return;
+  }
+  push_limit_.store(capacity_, std::memory_order_relaxed);
+  if (mode_ == on_request::acknowledge) {
+    // The owner is alive and takes its kept tasks itself: the request is
+    // answered without sharing (a thief forces them out only when the owner
+    // goes quiet for kForceAfterNs).
+    unlock_owner();
+    return;
+  }
+  // Share the older half (rounded up): the oldest tasks are the largest.
+  share_up_to(split + (head - split + 1) / 2);
+  unlock_owner();
   ++counts_.shares;
   runtime_->notify_one();
 }
 
+void split_deque::publish_slow() noexcept {
+  lock_owner();
+  const std::uint32_t head = head_.load(std::memory_order_relaxed);
+  const bool any = head > split_.load(std::memory_order_relaxed);
+  if (any) share_up_to(head);
+  unlock_owner();
+  if (any) {
+    ++counts_.publishes;
+    runtime_->notify_one();
+  }
+}
+
 bool split_deque::push_slow(task* t) noexcept {
-  const bool fits = head_ < capacity_;
+  const std::uint32_t head = head_.load(std::memory_order_relaxed);
+  const bool fits = head < capacity_;
   if (fits) {
-    slots_[head_].store(t, std::memory_order_relaxed);
-    ++head_;
+    slots_[head].store(t, std::memory_order_relaxed);
+    head_.store(head + 1, std::memory_order_release);  // as in push()
   }
   // Relaxed: a thief's request is a hint; grow_shared()'s CAS is what
   // publishes the slots.
@@ -50,9 +109,42 @@ bool split_deque::push_slow(task* t) noexcept {
   return fits;
 }
 
+worker* split_deque::pop_slow() noexcept {
+  // pop() stored head_ = h and found h below split_: the top task is shared,
+  // or a forcing thief is raising split_ (and may take that back). With
+  // forcing_ held, split_ is settled.
+  lock_owner();
+  const std::uint32_t h = head_.load(std::memory_order_relaxed);
+  if (h >= split_.load(std::memory_order_relaxed)) {
+    // The thief saw this pop in its look at head_ and lowered split_ again:
+    // the task is private after all.
+    unlock_owner();
+    return nullptr;
+  }
+  // split_ is h + 1 (it never exceeds the head before a pop: a thief raises
+  // it to a head it has seen, and keeps that only if the head did not drop
+  // below it after its barrier). Put the task back into the count, and take
+  // it back as a shared one.
+  assert(split_.load(std::memory_order_relaxed) == h + 1);
+  head_.store(h + 1, std::memory_order_relaxed);
+  worker* thief = pop_shared();
+  unlock_owner();
+  return thief;
+}
+
+task* split_deque::pop_any_slow() noexcept {
+  for (std::uint32_t h = head_.load(std::memory_order_relaxed); h > 0; h = head_.load(std::memory_order_relaxed)) {
+    task* t = slots_[h - 1].load(std::memory_order_relaxed);  // as in pop_any()
+    if (pop_top(h) == nullptr) return t;
+  }
+  if (kept_ != nullptr && kept_->head_.load(std::memory_order_relaxed) != 0) return kept_->pop_any();
+  return nullptr;
+}
+
 worker* split_deque::pop_shared() noexcept {
-  assert(head_ == split_);
-  assert(head_ > 0 && "pop() without a matching push()");
+  const std::uint32_t head = head_.load(std::memory_order_relaxed);
+  assert(head == split_.load(std::memory_order_relaxed));
+  assert(head > 0 && "pop() without a matching push()");
   std::uint64_t ts = tail_split_.load(std::memory_order_relaxed);
   for (;;) {
     const std::uint32_t tail = tail_of(ts);
@@ -66,31 +158,60 @@ worker* split_deque::pop_shared() noexcept {
     const std::uint32_t new_split = tail + (split - tail) / 2;
     if (tail_split_.compare_exchange_weak(ts, pack(tail, new_split), std::memory_order_acq_rel,
                                           std::memory_order_relaxed)) {
-      split_ = new_split;
-      --head_;
+      split_.store(new_split, std::memory_order_relaxed);
+      head_.store(head - 1, std::memory_order_release);
       ++counts_.shrinks;
       return nullptr;
     }
   }
-  // tail == split == head_: thieves took every shared task, the top one too.
+  // tail == split == head: thieves took every shared task, the top one too.
   // Before this slot can be reused, the thief must have read it: it then
   // replaces it with its tagged address (release), paired with this acquire
   // load. The window is a few instructions (the thief does its bookkeeping
   // after the mark) unless the thief was preempted.
-  const std::uint32_t top = head_ - 1;
+  const std::uint32_t top = head - 1;
   backoff wait;
   std::uintptr_t mark;
-  while (((mark = reinterpret_cast<std::uintptr_t>(slots_[top].load(std::memory_order_acquire))) &
-          kStolenTag) == 0) {
+  while (((mark = reinterpret_cast<std::uintptr_t>(slots_[top].load(std::memory_order_acquire))) & kStolenTag) ==
+         0) {
     wait.pause();
   }
   ++counts_.stolen_pops;
-  head_ = top;
-  split_ = top;
-  // No thief can be mid-CAS on a state with tail < split (there is none), so
-  // a plain store resets the empty shared part to the new top.
+  head_.store(top, std::memory_order_release);
+  split_.store(top, std::memory_order_relaxed);
+  // No thief can be mid-CAS on a state with tail < split (there is none), and
+  // no forcing thief can move the split (forcing_ is ours), so a plain store
+  // resets the empty shared part to the new top.
   tail_split_.store(pack(top, top), std::memory_order_relaxed);
   return reinterpret_cast<worker*>(mark & ~kStolenTag);
+}
+
+bool split_deque::keep(task* t) noexcept {
+  if (kept_ == nullptr) return false;
+  // Whether the owner held no kept task privately before this one: then an
+  // idle worker asleep without a timeout (it saw nothing to watch) is told
+  // (runtime_impl::kept_appeared), since nothing else would wake it if this
+  // worker now goes quiet.
+  const bool was_quiet =
+      kept_->head_.load(std::memory_order_relaxed) == kept_->split_.load(std::memory_order_relaxed);
+  if (!kept_->push(t)) return false;
+  if (was_quiet) runtime_->kept_appeared();
+  return true;
+}
+
+// ---- Thieves ------------------------------------------------------------------
+
+void split_deque::ask(std::int64_t now) noexcept {
+  // Read first: writing an already-set flag would pull the line away from
+  // the owner for nothing. The time before the flag, so that a thief that
+  // sees the flag mostly sees this request's time (relaxed both: a stale
+  // time moves a forced share by one request, nothing more).
+  if (push_limit_.load(std::memory_order_relaxed) != 0) {
+    asked_at_.store(now, std::memory_order_relaxed);
+    push_limit_.store(0, std::memory_order_relaxed);
+  } else if (asked_at_.load(std::memory_order_relaxed) == kNotAsked) {
+    asked_at_.store(now, std::memory_order_relaxed);
+  }
 }
 
 task* split_deque::steal(worker& thief, std::uint32_t* index) noexcept {
@@ -98,13 +219,16 @@ task* split_deque::steal(worker& thief, std::uint32_t* index) noexcept {
   const std::uint32_t tail = tail_of(ts);
   const std::uint32_t split = split_of(ts);
   if (tail >= split) {
-    // Ask the owner to share. Read first: writing an already-set flag would
-    // pull the line away from the owner for nothing.
-    if (push_limit_.load(std::memory_order_relaxed) != 0) push_limit_.store(0, std::memory_order_relaxed);
+    // Ask the owner to share (the clock is read only when the request is new).
+    if (push_limit_.load(std::memory_order_relaxed) != 0 ||
+        asked_at_.load(std::memory_order_relaxed) == kNotAsked) {
+      ask(now_ns());
+    }
     return nullptr;
   }
-  // Acquire: pairs with the owner's release CAS in grow_shared() (or a thief
-  // CAS in its release sequence), so the slot below holds the owner's task.
+  // Acquire: pairs with the release CAS that shared the slot (grow_shared(),
+  // publish(), force_share(), or a thief CAS in its release sequence), so the
+  // slot below holds the owner's task.
   if (!tail_split_.compare_exchange_strong(ts, pack(tail + 1, split), std::memory_order_acq_rel,
                                            std::memory_order_relaxed)) {
     return nullptr;
@@ -122,13 +246,65 @@ task* split_deque::steal(worker& thief, std::uint32_t* index) noexcept {
   return t;
 }
 
-bool split_deque::has_shared_else_ask() noexcept {
+bool split_deque::has_shared_else_ask(bool* stranded) noexcept {
   // seq_cst: the look in park() must not be reordered before the
   // announcement (see runtime_impl::park).
   const std::uint64_t ts = tail_split_.load(std::memory_order_seq_cst);
   if (tail_of(ts) < split_of(ts)) return true;
-  if (push_limit_.load(std::memory_order_seq_cst) != 0) push_limit_.store(0, std::memory_order_seq_cst);
+  if (push_limit_.load(std::memory_order_seq_cst) != 0) {
+    asked_at_.store(now_ns(), std::memory_order_relaxed);
+    push_limit_.store(0, std::memory_order_seq_cst);
+  } else if (asked_at_.load(std::memory_order_relaxed) == kNotAsked) {
+    asked_at_.store(now_ns(), std::memory_order_relaxed);
+  }
+  // A look at the owner's line, once per park: private tasks that the owner
+  // may never share by itself.
+  if (head_.load(std::memory_order_relaxed) > split_.load(std::memory_order_relaxed)) *stranded = true;
   return false;
+}
+
+bool split_deque::force_share(std::int64_t now) noexcept {
+  // Restart the request's clock first: whatever happens below, the next try
+  // comes kForceAfterNs later.
+  asked_at_.store(now, std::memory_order_relaxed);
+  if (forcing_.load(std::memory_order_relaxed) != kFree) return false;
+  std::uint32_t expected = kFree;
+  // Acquire: pairs with the owner's release of forcing_ (unlock_owner), so
+  // split_ below is the one its last slow path left, equal to the split half
+  // of tail_split_.
+  if (!forcing_.compare_exchange_strong(expected, kThief, std::memory_order_acquire, std::memory_order_relaxed)) {
+    return false;
+  }
+  const std::uint32_t split = split_.load(std::memory_order_relaxed);
+  // Acquire: pairs with the owner's release store of head_ (push, pop): the
+  // slots below it, and the tasks they point to, are visible.
+  const std::uint32_t head = head_.load(std::memory_order_acquire);
+  bool shared = false;
+  if (head > split && heavy_barrier_available()) {
+    // The thief's half of the asymmetric Dekker pair with pop(): raise the
+    // split, then (after every running thread has executed a full fence)
+    // look at the head again. Either the look sees every pop the owner made
+    // below `head` (then the owner keeps those tasks: lower the split back),
+    // or the owner's pop came after its fence and its load of split_ sees
+    // the raised value, so it takes the slow path, which waits for forcing_.
+    // Pushes meanwhile only add private tasks above `head`. A pop and a push
+    // back up to `head` before the barrier leave the slots below `head`
+    // holding tasks the owner has not taken: those are what is shared.
+    split_.store(head, std::memory_order_relaxed);
+    if (heavy_barrier() && head_.load(std::memory_order_acquire) >= head) {
+      share_up_to(head);
+      shared = true;
+    } else {
+      split_.store(split, std::memory_order_relaxed);
+    }
+  }
+  // Release: the split as left here reaches the owner's next slow path.
+  forcing_.store(kFree, std::memory_order_release);
+  if (shared) {
+    forced_.fetch_add(1, std::memory_order_relaxed);
+    runtime_->notify_one();
+  }
+  return shared;
 }
 
 }  // namespace mote::detail

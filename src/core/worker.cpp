@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "mote/detail/queue_wait.hpp"
 #include "mote/trace.hpp"
 #include "wait/idle.hpp"
 #include "core/runtime_impl.hpp"
@@ -18,11 +19,14 @@ worker::worker(runtime_impl& rt, unsigned index, std::uint32_t capacity, std::ui
                trace_buffer* trace)
     : frames_(&rt, capacity),
       pool_(&rt, capacity),
+      kept_(&rt, kKeptCapacity, split_deque::on_request::acknowledge),
       runtime_(&rt),
       index_(index),
       instrument_(instrument),
       rng_(0x9E3779B97F4A7C15ull * (index + 1)),
-      trace_(trace) {}
+      trace_(trace) {
+  pool_.set_kept(&kept_);
+}
 
 worker::~worker() = default;
 
@@ -61,6 +65,9 @@ task* worker::steal_from(worker& victim, task_group** context) noexcept {
     *context = victim.group_of_frame(index);
   } else {
     t = victim.pool_.steal(*this, &index);
+    // A kept task is shared only when its owner went quiet (force_share) or
+    // published before blocking: rare, so asked last.
+    if (t == nullptr) t = victim.kept_.steal(*this, &index);
     // A pooled task: it enters its own group when it runs.
     *context = nullptr;
   }
@@ -74,6 +81,18 @@ task* worker::steal_from(worker& victim, task_group** context) noexcept {
     if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::failed_steal, victim.index_);
   }
   return t;
+}
+
+bool worker::rescue_from(worker& victim, std::int64_t now) noexcept {
+  bool shared = false;
+  if (victim.frames_.request_overdue(now) && victim.frames_.force_share(now)) shared = true;
+  if (victim.pool_.request_overdue(now) && victim.pool_.force_share(now)) shared = true;
+  if (victim.kept_.request_overdue(now) && victim.kept_.force_share(now)) shared = true;
+  return shared;
+}
+
+void publish_worker_work() noexcept {
+  if (worker* w = current_worker) w->publish_own();
 }
 
 void worker::run_task(task* t, task_group* context) noexcept {
@@ -126,6 +145,12 @@ std::uint32_t worker::wait_for(task* t, worker& thief) noexcept {
           idle.reset();
           continue;
         }
+      }
+      // The thief may be holding tasks it does not share (a long leaf of
+      // t's subtree, a lock): take them after its request went unanswered.
+      if (rescue_due() && rescue_from(thief, now_ns())) {
+        idle.reset();
+        continue;
       }
       if (idle.spin()) continue;
       std::uint32_t expected = task::kRunning;

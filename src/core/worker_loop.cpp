@@ -53,37 +53,91 @@ bool runtime_impl::help_once(worker& self) noexcept {
       return true;
     }
   }
+  // Nothing shared anywhere. Now and then (the clock costs a look or two),
+  // take the private tasks of an owner that has not answered a request for
+  // split_deque::kForceAfterNs: it is computing, blocked or asleep.
+  if (self.rescue_due()) return rescue(self, now_ns());
   return false;
 }
 
-bool runtime_impl::work_visible_else_ask(worker& self) noexcept {
+bool runtime_impl::rescue(worker& self, std::int64_t now) noexcept {
+  const auto n = static_cast<unsigned>(workers_.size());
+  const unsigned start = static_cast<unsigned>(self.next_random() % n);
+  for (unsigned k = 0; k < n; ++k) {
+    worker& victim = *workers_[(start + k) % n];
+    if (&victim == &self || !self.rescue_from(victim, now)) continue;
+    task_group* context = nullptr;
+    if (task* t = self.steal_from(victim, &context)) {
+      self.run_task(t, context);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool runtime_impl::work_visible_else_ask(worker& self, bool* stranded, bool* others_awake) noexcept {
   if (inject_count_.load(std::memory_order_seq_cst) != 0) return true;
   // The policy's queue, then the models' work (seq_cst loads that pair
   // with their publication of work: scheduler::visible, model_hooks::visible).
   if (policy_->visible(self)) return true;
   if (models_.visible(self)) return true;
   bool found = false;
+  // Relaxed: whether the seat is occupied only tunes the sleep's timeout.
+  const bool empty_seat = config_.caller_seat && !seat_taken_.load(std::memory_order_relaxed);
   for (auto& w : workers_) {
     if (w.get() == &self) continue;
-    // Visit all, both deques: each one without shared tasks is asked to share.
-    if (w->frames().has_shared_else_ask()) found = true;
-    if (w->pool().has_shared_else_ask()) found = true;
+    // Visit all, every deque: each one without shared tasks is asked to share.
+    if (w->frames().has_shared_else_ask(stranded)) found = true;
+    if (w->pool().has_shared_else_ask(stranded)) found = true;
+    if (w->kept().has_shared_else_ask(stranded)) found = true;
+    // Relaxed: a hint for the sleep's timeout (an empty seat's word stays
+    // awake, and nobody runs there).
+    if (w->park_word().load(std::memory_order_relaxed) == waiter_slot::kAwake &&
+        !(empty_seat && w->index() == 0)) {
+      *others_awake = true;
+    }
   }
   return found;
 }
 
-void runtime_impl::park(worker& self) noexcept {
+bool runtime_impl::park(worker& self, std::int64_t* stranded_timeout_ns) noexcept {
   std::atomic<std::uint32_t>& word = self.park_word();
   // A waiter_slot of the event count (wait/event_count.hpp has the argument):
   // announce, then the last look for work and for stop_, against
-  // notify_one()'s and the destructor's seq_cst publication and look.
+  // notify_one()'s and the destructor's seq_cst publication and look. The
+  // announcement says too that the sleep will have no timeout unless the
+  // look finds a reason for one (kept_appeared() is the notifier of that
+  // part; prepare's fence orders both counts before the look). Relaxed: see
+  // there.
+  self.untimed_flag().store(true, std::memory_order_relaxed);
+  untimed_sleepers_.fetch_add(1, std::memory_order_relaxed);
   waiter_slot::prepare(word, &idle_sleepers_);
-  if (!stop_.load(std::memory_order_seq_cst) && !work_visible_else_ask(self)) {
+  bool stranded = false;
+  bool others_awake = false;
+  if (!stop_.load(std::memory_order_seq_cst) && !work_visible_else_ask(self, &stranded, &others_awake)) {
     // Returns false at once when a notifier cancelled the announcement
     // (wake_one found nobody asleep and chose us): then look again.
     trace_buffer* trace = self.trace();
-    // With a source's work outstanding, a timed sleep: nothing wakes us when it completes.
-    const std::int64_t limit = source_.sleep_limit_ns();
+    // With a source's work outstanding, a timed sleep: nothing wakes us when
+    // it completes. With private tasks on another worker, a timed sleep too:
+    // their owner wakes us when it shares them (its next push, or before it
+    // blocks), but not if it computes on without pushing, or keeps them
+    // (split_deque::keep); then we take them (rescue) once the sleep is
+    // over. That timeout doubles while each rescue finds the owner still
+    // answering, up to idle_wait's last one. And while another worker is
+    // awake, the sleep ends after that last one at the latest: the request
+    // protocol's relaxed looks may miss tasks made private just after this
+    // look. Only a runtime whose workers all sleep sleeps without a bound.
+    std::int64_t limit = source_.sleep_limit_ns();
+    std::int64_t watch = -1;
+    if (stranded) {
+      watch = *stranded_timeout_ns;
+      if (*stranded_timeout_ns < idle_wait::kLastParkNs) *stranded_timeout_ns *= 2;
+    } else if (others_awake) {
+      watch = idle_wait::kLastParkNs;
+    }
+    if (watch >= 0 && (limit < 0 || watch < limit)) limit = watch;
+    if (limit >= 0) untimed_done(self);
     const bool slept = limit >= 0 ? waiter_slot::commit_for(word, limit) : waiter_slot::commit(word, [&] {
       ++self.stats().parks;
       if (MOTE_UNLIKELY(trace != nullptr)) trace->put(trace_kind::park_begin);
@@ -91,6 +145,26 @@ void runtime_impl::park(worker& self) noexcept {
     if (MOTE_UNLIKELY(slept && trace != nullptr)) trace->put(trace_kind::park_end);
   }
   waiter_slot::retire(word, &idle_sleepers_);
+  untimed_done(self);
+  return stranded || others_awake;
+}
+
+void runtime_impl::untimed_done(worker& self) noexcept {
+  // Relaxed: a notifier that still sees the flag spends a look (and at worst
+  // a wake-up) on a worker that is looking anyway.
+  if (self.untimed_flag().load(std::memory_order_relaxed)) {
+    self.untimed_flag().store(false, std::memory_order_relaxed);
+    untimed_sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void runtime_impl::wake_untimed() noexcept {
+  for (auto& w : workers_) {
+    // Relaxed flag: the seq_cst look at the word below is what the
+    // event count's argument uses (kept_appeared's fence is Y).
+    if (!w->untimed_flag().load(std::memory_order_relaxed)) continue;
+    if (waiter_slot::cancel_or_wake(w->park_word(), waiter_slot::state_seq_cst(w->park_word()))) return;
+  }
 }
 
 void runtime_impl::park_waiting(worker& self, bool (*done)(const void*), const void* ctx,
@@ -98,9 +172,12 @@ void runtime_impl::park_waiting(worker& self, bool (*done)(const void*), const v
   std::atomic<std::uint32_t>& word = self.park_word();
   // As park(), and done() is part of the look: the group's last count-down
   // is the notifier (wake_parked). One timed sleep: the caller looks again
-  // after any return (woken, timed out, cancelled or spurious).
+  // after any return (woken, timed out, cancelled or spurious), and its
+  // looks (help_once) take stranded tasks in time.
   waiter_slot::prepare(word, &idle_sleepers_);
-  if (!done(ctx) && !work_visible_else_ask(self)) waiter_slot::commit_for(word, timeout_ns);
+  bool stranded = false;
+  bool others_awake = false;
+  if (!done(ctx) && !work_visible_else_ask(self, &stranded, &others_awake)) waiter_slot::commit_for(word, timeout_ns);
   waiter_slot::retire(word, &idle_sleepers_);
 }
 
@@ -170,6 +247,7 @@ void runtime_impl::worker_main(unsigned index) {
   if (timed) self.stats().started_ns = now_ns();
   idle_wait idle(spin_ns_);
   std::int64_t idle_from = 0;
+  std::int64_t stranded_timeout = split_deque::kForceAfterNs;
   for (;;) {
     if (help_once(self)) {
       if (timed && idle_from != 0) {
@@ -177,6 +255,7 @@ void runtime_impl::worker_main(unsigned index) {
         idle_from = 0;
       }
       idle.reset();
+      stranded_timeout = split_deque::kForceAfterNs;
       continue;
     }
     if (stop_.load(std::memory_order_acquire)) break;
@@ -186,7 +265,17 @@ void runtime_impl::worker_main(unsigned index) {
     // for sub-microsecond tasks is soon. Reading victims' words that do not
     // change costs no coherence traffic.
     if (idle.spin()) continue;
-    park(self);
+    if (park(self, &stranded_timeout)) {
+      // A timed sleep while another worker held private tasks or was awake:
+      // take those tasks now if their owner still has not answered, else
+      // sleep again at once (the spin window is spent; the timeout has
+      // doubled).
+      if (!stop_.load(std::memory_order_acquire) && rescue(self, now_ns())) {
+        idle.reset();
+        stranded_timeout = split_deque::kForceAfterNs;
+      }
+      continue;
+    }
     idle.reset();
     // After a park or a stop: look again (drain, then leave above).
   }

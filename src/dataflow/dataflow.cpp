@@ -149,9 +149,10 @@ constinit thread_local detail::df_task* tl_current __attribute__((tls_model("ini
 // A scope in `keep` mode keeps its ready tasks on the worker that readied
 // them: the first one a task's end readies runs next there (the immediate
 // successor), the others wait among its pool's kept tasks
-// (split_deque::keep), which no thief sees and every loop that takes the
-// worker's pool work finds (its idle loop, its waits, the spawner's
-// throttle). In `share` mode they go to the pool, which shares them when an
+// (split_deque::keep), which a thief's request does not share and every
+// loop that takes the worker's pool work finds (its idle loop, its waits,
+// the spawner's throttle); they reach a thief only when the worker goes
+// quiet (it computes for long, or blocks) and is not taking them. In `share` mode they go to the pool, which shares them when an
 // idle worker asks, and the immediate successor is kept only while nobody
 // asks.
 //
@@ -340,12 +341,22 @@ void df_table::reserve(std::uint32_t more) {
 }
 
 const df_table::entry* df_table::find(const void* address) const noexcept {
+  if (MOTE_UNLIKELY(address == nullptr)) return null_used ? &null_region : nullptr;
   std::uint32_t i = table_hash(address) & mask;
   while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
   return slots[i].address != nullptr ? &slots[i] : nullptr;
 }
 
 df_table::entry& df_table::find_or_insert(const void* address) noexcept {
+  if (MOTE_UNLIKELY(address == nullptr)) {
+    // The null region: its own entry (nullptr marks the slots' empty ones).
+    if (!null_used) {
+      null_used = true;
+      null_region.last = nullptr;
+      ++used;
+    }
+    return null_region;
+  }
   std::uint32_t i = table_hash(address) & mask;
   while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
   if (slots[i].address == nullptr) {
@@ -358,6 +369,8 @@ df_table::entry& df_table::find_or_insert(const void* address) noexcept {
 
 void df_table::clear() noexcept {
   for (std::uint32_t i = 0; i <= mask; ++i) slots[i] = entry{nullptr, nullptr};
+  null_region = entry{nullptr, nullptr};
+  null_used = false;
   used = 0;
 }
 
@@ -380,6 +393,10 @@ struct engine {
   // in this cache), unless a thief has asked this worker for work.
   // nullptr `successor_slot`: none kept (registration, a fulfil elsewhere).
   df_task** successor_slot = nullptr;
+  // The scope's wait (its seal), after the group's wait is over: where a
+  // reduction's combine that throws leaves its exception (the first one).
+  // nullptr: into the scope's group, whose wait is still to come.
+  std::exception_ptr* combine_error = nullptr;
 
   // Delivers m and everything it leads to, until the box is empty.
   void post(const message& m) { box.push(m); }
@@ -426,10 +443,11 @@ struct engine {
 
     const bool r = !send_ready(old) && send_ready(now);
     const bool d = !send_done(old) && send_done(now);
+    bool combine_failed = false;
     if (!group_ends(old) && group_ends(now) && a->group != nullptr) {
       // Every member has finished (D and C here): their writes to the shared
       // state happened before the fetch-ors that brought D to this access.
-      if (a->type == access_type::reduction) a->group->combine();
+      if (a->type == access_type::reduction) combine_failed = !combine(a);
       delete a->group;
     }
     if (r || d) {
@@ -449,7 +467,10 @@ struct engine {
         if (same) {
           msg |= (now & kPoison) | (failed_here ? kGroupFail : 0);
         } else {
-          msg |= ((now & kPoison) != 0 || failed_here) ? kPoison : 0;
+          // A reduction whose combine failed ends here, in this fetch-or (the
+          // group ends at S without SS together with D): what follows it
+          // reads a target it left half combined, and is skipped.
+          msg |= ((now & kPoison) != 0 || failed_here || combine_failed) ? kPoison : 0;
         }
         if (!done_unacked(now)) ack |= kDoneSent;
       }
@@ -463,6 +484,25 @@ struct engine {
   }
 
   static std::uint64_t flow_id(const df_access* a) { return (a->task->trace_id << 16) | a->index; }
+
+  // Folds the copies of the reduction that ends at `a` into its target. An
+  // operator that throws fails the scope's wait as a task that throws does
+  // (its exception, unless an earlier one came first); false then.
+  bool combine(df_access* a) noexcept {
+    try {
+      a->group->combine();
+      return true;
+    } catch (...) {
+      if (combine_error != nullptr) {
+        if (!*combine_error) *combine_error = std::current_exception();
+      } else {
+        // Before the count-down of the task whose end (or registration, on
+        // the scope's own thread) got here, which the scope's wait follows.
+        group_access::record_exception_only(*a->task->group, std::current_exception());
+      }
+      return false;
+    }
+  }
 
   void ready(df_task* t) noexcept;
   void release_access(df_task* t) noexcept;
@@ -557,10 +597,9 @@ void engine::ready(df_task* t) noexcept {
     if (displaced == nullptr) return;
     t = displaced;
   }
-  if (keep) {
-    w->pool().keep(t);  // no thief sees it; this worker's pool pops find it
-    return;
-  }
+  // Kept: this worker's pool pops find it, and a thief only if this worker
+  // goes quiet (split_deque::keep). No room there: scheduled as any other.
+  if (keep && w->pool().keep(t)) return;
   // Under work stealing: this worker's pool (a chain stays where its data is
   // warm, and an idle worker steals it). Only the spawning thread readies
   // tasks from outside the runtime, and submit() throws only in a forked
@@ -603,14 +642,21 @@ void* reduction_slot(df_access& acc, worker& w) { return acc.group->slot(w.index
 
 // ---- Allocation -----------------------------------------------------------------
 
-df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w) {
+df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, const runtime_impl* scope_runtime) {
   const std::size_t align = alignof(df_access);
   const std::size_t head = (info.record_size + align - 1) / align * align;
   const std::size_t bytes = head + n * sizeof(df_access);
   const record_tag tag = pools_enabled() ? record_tag::of(bytes, info.record_align)
                                          : record_tag::uncached(info.record_align);
-  const homed_record block =
-      take_record_with_home(tag, bytes, w != nullptr ? &w->cache() : nullptr);
+  homed_record block;
+  if (w == nullptr || &w->runtime() == scope_runtime) {
+    block = take_record_with_home(tag, bytes, w != nullptr ? &w->cache() : nullptr);
+  } else {
+    // A worker of another runtime, which may end before the scope frees the
+    // record: the block comes from its cache, but has no home to go back to
+    // (a home must outlive the record; the scope's runtime does).
+    block = {take_record(tag, bytes, w->cache()), nullptr};
+  }
   auto* accesses = reinterpret_cast<df_access*>(static_cast<char*>(block.memory) + head);
   return {block.memory, accesses, tag, block.home};
 }
@@ -1204,10 +1250,10 @@ std::exception_ptr dataflow::finish_wait(task_group_status* status) {
   detail::worker* w = detail::current_worker;
   if (w != nullptr && &w->runtime() != runtime_) w = nullptr;
   detail::engine e{w, runtime_, nullptr, my_mailbox()};
-  for (std::uint32_t i = 0; i <= table_.mask; ++i) {
-    detail::df_access* last = table_.slots[i].last;
-    if (last != nullptr) e.post({last, kSealed, nullptr, 0});
-  }
+  e.combine_error = &error;
+  table_.for_each([&e](detail::df_table::entry& slot) {
+    if (slot.last != nullptr) e.post({slot.last, kSealed, nullptr, 0});
+  });
   e.drain();
   table_.clear();
   if (graph_) graph_->chains.clear();  // later tasks depend on nothing before the wait

@@ -467,10 +467,12 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   }
   if (on_omp) {
     r.rt = &self->runtime();
-  } else if (n > 1) {
+  } else if (n > 1 && detail::env_num_threads().value_or(2) > 1) {
     // An outermost region (this thread is no OpenMP worker): a contention
     // group of its own, which it holds until region_end while other
     // application threads' outermost regions run on theirs.
+    // (MOTE_NUM_THREADS=1: the runtime would be its caller seat alone, which
+    // mote::runtime refuses; every region is then a team of one, below.)
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       // Nested regions take workers no outer team holds: room for the

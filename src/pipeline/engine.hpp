@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "mote/detail/platform.hpp"
@@ -78,8 +80,27 @@ class item_slots {
 };
 
 // The engines: return when the first stage has stopped and every item is
-// through; rethrow the first exception of a stage.
+// through; rethrow the first exception of a stage (or of the engine itself:
+// a thread that could not start, memory for a task).
 void run_as_tasks(item_slots& items, std::uint32_t max_in_flight, runtime& rt);
 void run_on_threads(item_slots& items, std::uint32_t max_in_flight, runtime& rt);
+
+// ---- Test seams (tests/test_pipeline_faults.cpp) ------------------------------
+// nullptr in production, where each costs a load and a not-taken branch on
+// a path that starts a thread or spawns a task anyway. Set them only while
+// no pipeline runs.
+//
+// The thread engine starts each stage thread through this instead of
+// std::thread's constructor (stage: the stage's index; body: what the thread
+// runs). It may throw what a failed start throws (std::system_error).
+//
+//   start_stage_thread = [](std::uint32_t, std::function<void()> body) { return std::thread(body); };
+extern std::thread (*start_stage_thread)(std::uint32_t stage, std::function<void()> body);
+// Where the task engine allocates, inside a task: a hand-on's spawn (the
+// record of the task that takes a stage on) and an item's place in a serial
+// stage's queue of arrivals. Called just before; it may throw std::bad_alloc
+// as the allocation would.
+enum class task_alloc_site : std::uint8_t { hand_on, gate_queue };
+extern void (*task_engine_allocates)(task_alloc_site site);
 
 }  // namespace mote::detail::pipeline

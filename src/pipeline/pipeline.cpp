@@ -26,6 +26,9 @@ item_slots::item_slots(const pipeline_chain& chain, std::uint32_t count)
   }
 }
 
+std::thread (*start_stage_thread)(std::uint32_t, std::function<void()>) = nullptr;
+void (*task_engine_allocates)(task_alloc_site) = nullptr;
+
 item_slots::~item_slots() {
   for (std::uint32_t id = 0; id < count_; ++id) chain_.destroy_item(item(id));
   ::operator delete(block_, std::align_val_t(align_));

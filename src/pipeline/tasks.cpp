@@ -77,14 +77,34 @@ class task_pipeline {
     for (std::uint32_t id = max_; id-- > 0;) free_ids_.push_back(id);
   }
 
+ private:
+  // A task of the pipeline: whatever leaves it (a stage's exception, or the
+  // engine's own: std::bad_alloc from a spawn or a gate's queue, which may
+  // lose the item it carried) stops the first stage before it reaches the
+  // group, as a stage's exception does. A running task that loops back to the
+  // first stage would otherwise go on making items after the failure. (Above
+  // its first use: its type is deduced.)
+  template <class F>
+  auto guarded(F&& f) {
+    return [this, f = std::forward<F>(f)]() mutable {
+      try {
+        f();
+      } catch (...) {
+        set_failed();
+        throw;
+      }
+    };
+  }
+
+ public:
   void run() {
     task_group g(rt_);
     group_ = &g;
     gates_[0].busy = true;  // the first task owns the first stage
     const std::uint32_t first = free_ids_.back();
     free_ids_.pop_back();
-    g.spawn([this, first] { travel(run_source(first)); });
-    g.wait();  // rethrows the first exception of a stage
+    g.spawn(guarded([this, first] { travel(run_source(first)); }));
+    g.wait();  // rethrows the first exception (of a stage, or of the engine)
   }
 
  private:
@@ -149,6 +169,7 @@ class task_pipeline {
           if (in_order) {
             g.waiting[items_.seq(id) % max_] = id;
           } else {
+            if (MOTE_UNLIKELY(task_engine_allocates != nullptr)) task_engine_allocates(task_alloc_site::gate_queue);
             g.arrived.push_back(id);
           }
           return kNone;
@@ -232,7 +253,8 @@ class task_pipeline {
     // (On a worker of another runtime the spawn goes elsewhere, and that
     // worker's next push is shared early: harmless.)
     if (worker* w = current_worker) w->pool().share_next_push();
-    group_->spawn(std::forward<F>(f));
+    if (MOTE_UNLIKELY(task_engine_allocates != nullptr)) task_engine_allocates(task_alloc_site::hand_on);
+    group_->spawn(guarded(std::forward<F>(f)));
   }
 
   // Runs stage i on item id; a failure stops the first stage before it

@@ -55,34 +55,52 @@ class thread_pipeline {
     for (std::uint32_t id = 0; id < max_; ++id) free_->push(id);
     std::vector<int> cpus = rt_.worker_cpus();
     std::vector<std::thread> threads;
+    std::size_t total = 0;
+    for (std::uint32_t i = 0; i < n_; ++i) total += copies_of(i);
+    threads.reserve(total);  // before any starts: a thread is never left unjoined
     std::size_t next_cpu = 0;
     try {
       for (std::uint32_t i = 0; i < n_; ++i) {
-        const std::size_t copies = serial(i) ? 1 : std::max(1U, rt_.num_workers());
+        const std::size_t copies = copies_of(i);
         // Relaxed: stored before the stage's threads start (thread creation
         // orders it before them); they count down with acq_rel below.
         inputs_[i].running.store(copies, std::memory_order_relaxed);
         for (std::size_t c = 0; c < copies; ++c) {
           const int cpu = cpus.empty() ? -1 : cpus[next_cpu++ % cpus.size()];
-          threads.emplace_back([this, cpu, i] {
+          auto body = [this, cpu, i] {
             const bool pinned = cpu >= 0 && pin_current_thread(cpu);  // refused: it runs unpinned
             spinner_scope spinning(pinned ? cpu : -1);
             stage_thread(i);
-          });
+          };
+          if (MOTE_UNLIKELY(start_stage_thread != nullptr)) {
+            threads.push_back(start_stage_thread(i, body));  // room reserved: cannot throw
+          } else {
+            threads.emplace_back(body);
+          }
         }
       }
     } catch (...) {
+      // A thread could not start: a failure like a stage's. The threads that
+      // did start stop as they do after one, each channel closed by its own
+      // producer: the first stage stops (fail() wakes it), and the end of
+      // the stream flows down through the stages whose threads all started.
+      // The stage that lacks threads and those after it have fewer
+      // consumers or none, but every channel holds all the slots, so no push
+      // blocks; what stays in them is destroyed with the slots. Nothing is
+      // closed from here: a pusher would find a channel closed under it (a
+      // thread's drop into free_ would throw), and an SPSC channel is the
+      // producer's to close.
       fail(std::current_exception());
-      close_all();
-      for (std::thread& t : threads) t.join();
-      throw;
     }
     for (std::thread& t : threads) t.join();
+    // The first failure: a stage's that came before a start's is the one.
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
   bool serial(std::uint32_t i) const noexcept { return modes_[i] != stage_mode::parallel; }
+  // Stage i's threads: one for a serial stage, one per worker for a parallel one.
+  std::size_t copies_of(std::uint32_t i) const noexcept { return serial(i) ? 1 : std::max(1U, rt_.num_workers()); }
 
   // Slot id is done with stage i - 1: to stage i's threads.
   void deliver(std::uint32_t i, std::uint32_t id) {
@@ -182,11 +200,6 @@ class thread_pipeline {
       // channel holds max_in_flight + 1).
       free_->try_push(kNone);
     }
-  }
-
-  void close_all() {
-    for (std::uint32_t i = 1; i < n_; ++i) inputs_[i].ch->close();
-    free_->close();
   }
 
   // Relaxed: a hint that stops the first stage early and makes stage threads

@@ -27,16 +27,17 @@ void thread_yield() noexcept { sched_yield(); }
 
 // Every sleep of a mote thread comes through here: before it, the partial
 // batches the thread produced on mote's queues become visible, so that an
-// item never sits unseen while its producer sleeps (queues/batch_queue.hpp).
+// item never sits unseen while its producer sleeps (queues/batch_queue.hpp),
+// and so do a worker's private tasks (split_deque::publish).
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected) noexcept {
-  publish_pending_batches();
+  publish_before_wait();
   futex(word, FUTEX_WAIT, expected, nullptr);
 }
 
 void futex_wait_for(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                     std::int64_t timeout_ns) noexcept {
   if (timeout_ns <= 0) return;
-  publish_pending_batches();
+  publish_before_wait();
   timespec ts{static_cast<time_t>(timeout_ns / 1000000000), static_cast<long>(timeout_ns % 1000000000)};
   futex(word, FUTEX_WAIT, expected, &ts);
 }

@@ -61,7 +61,7 @@ void wake_waiters(wait_point& w) noexcept {
 }
 
 void wait_slow(wait_point& w, bool (*ready)(void*), void* ctx, std::int64_t spin_ns) noexcept {
-  publish_pending_batches();
+  publish_before_wait();
   // Yields every 2 us while it spins: the threads at the two ends of a queue
   // are often the program's own, unknown to mote, and may share one CPU;
   // then the one we wait for runs only when we yield. (A look at the clock

@@ -29,10 +29,11 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
-#include "mote/detail/queue_wait.hpp"  // publish_pending_batches
+#include "mote/detail/queue_wait.hpp"  // publish_before_wait
 #include "mote/error.hpp"
 #include "wait/event_count.hpp"
 #include "wait/idle.hpp"
@@ -136,7 +137,7 @@ class barrier_waiter {
   bool park(Done& done) noexcept {
     // About to sleep: the partial batches this thread produced become
     // visible first (idle_wait::spin does it too, when this thread spun).
-    detail::publish_pending_batches();
+    detail::publish_before_wait();
     std::atomic<std::uint32_t>& word = self_.park.word;
     waiter_slot::prepare(word, &sleepers_);  // A, then X
     const bool found = done();               // L
@@ -191,7 +192,13 @@ tree_barrier::tree_barrier(std::size_t n, std::chrono::nanoseconds spin)
 tree_barrier::~tree_barrier() = default;
 
 void tree_barrier::wait_erased(std::size_t id, hook poll, hook ready) noexcept {
-  assert(id < size_ && "tree_barrier::wait: id out of range");
+  if (MOTE_UNLIKELY(id >= size_)) {
+    // Misuse that wait() cannot throw for: a node past the array would be
+    // written, and the tree would wait for a thread that never comes.
+    std::fprintf(stderr, "mote::tree_barrier::wait: id %zu is out of range for a team of %zu threads (ids 0..%zu)\n",
+                 id, size_, size_ - 1);
+    std::abort();
+  }
   barrier_node& self = nodes_[id];
   // Relaxed: this thread (or the one that held `id` before it, through
   // whatever handed the id over) read this value when it left the last

@@ -115,6 +115,11 @@ void task_group::finish_remote() noexcept {
   // The owner's park word, read while the group surely lives (a worker
   // outlives every group it owns).
   std::atomic<std::uint32_t>* owner_word = owner_ != nullptr ? &owner_->park_word() : nullptr;
+  // A worker waiting here without owning the group: its park word, read
+  // before the count-down for the same reason (seq_cst: against the
+  // waiter's seq_cst store of it before it registers; a count-down that
+  // still reads nullptr is covered by that waiter's timed sleep).
+  std::atomic<std::uint32_t>* waiter_word = waiter_word_.load(std::memory_order_seq_cst);
   // Count down (and move the version). Release: the task's effects, and
   // error_, reach whoever acquires the word after this. Once this is done the
   // waiter may find the group finished and destroy it, so nothing below
@@ -128,6 +133,7 @@ void task_group::finish_remote() noexcept {
   if (count_of(old) == 1 && waiters_of(old) != 0) {
     detail::event_word::notify(detail::futex_low_half(word), -1);
     if (owner_word != nullptr) detail::runtime_impl::wake_parked(*owner_word);
+    if (waiter_word != nullptr) detail::runtime_impl::wake_parked(*waiter_word);
   }
 }
 
@@ -272,6 +278,8 @@ void task_group::await_elsewhere(detail::worker* w) noexcept {
       }
       if (idle.spin()) continue;
       ++w->stats().wait_parks;
+      park_worker_elsewhere(*w, idle.next_park_timeout());
+      continue;
     }
     // Without an owner every count is shared, and its last count-down wakes
     // us. With one, its own completions wake nobody: look again now and then.
@@ -298,6 +306,26 @@ void task_group::park_elsewhere(std::int64_t timeout_ns) noexcept {
   }
   // Relaxed: as in park_as_owner().
   remote_.fetch_sub(kWaiterOne, std::memory_order_relaxed);
+}
+
+void task_group::park_worker_elsewhere(detail::worker& w, std::int64_t timeout_ns) noexcept {
+  // A worker that waits for a group it does not own sleeps as an idle worker
+  // does (on its park word, counted among its runtime's sleepers), so that
+  // new work anywhere in its runtime wakes it to take it; the group's last
+  // count-down wakes it through waiter_word_ (one waiter at a time:
+  // wait_for_all's waiting_). seq_cst store, then the registration and the
+  // look (park_waiting's done()): a count-down after the registration that
+  // read waiter_word_ before this store wakes nobody, so the sleep is timed
+  // (the caller's doubling timeout), and the waiter's next look finds it.
+  waiter_word_.store(&w.park_word(), std::memory_order_seq_cst);
+  remote_.fetch_add(kWaiterOne, std::memory_order_acq_rel);
+  w.runtime().park_waiting(
+      w, [](const void* g) { return static_cast<const task_group*>(g)->pending_for_others() == 0; }, this,
+      timeout_ns);
+  // Relaxed both: as in park_as_owner(); a finisher that still sees us
+  // wakes a worker that is looking anyway.
+  remote_.fetch_sub(kWaiterOne, std::memory_order_relaxed);
+  waiter_word_.store(nullptr, std::memory_order_relaxed);
 }
 
 std::exception_ptr task_group::wait_for_all(task_group_status* status) {

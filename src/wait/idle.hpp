@@ -57,9 +57,11 @@ class idle_wait {
     if (MOTE_UNLIKELY(!published_)) {
       // The first look that found nothing: this thread is about to wait, so
       // the partial batches it produced become visible now (a consumer may
-      // be waiting for them; see queues/batch_queue.hpp).
+      // be waiting for them; see queues/batch_queue.hpp), and so do the
+      // tasks it holds privately, if it is a worker (an idle worker could
+      // run them meanwhile).
       published_ = true;
-      publish_pending_batches();
+      publish_before_wait();
     }
     if (crowded_ && spin_ns_ == kNeverPark) {
       thread_yield();

@@ -146,7 +146,7 @@ struct df_task : group_task_base {
   df_task* next_waiting;      // the next task in the waiting list of a token (under its mutex)
   df_access* accesses;
   dataflow* scope;
-  task_cache* home;           // the cache the block goes back to, or nullptr
+  task_cache* home;           // the cache the block goes back to (the scope's runtime's), or nullptr
   std::uint64_t trace_id;     // MOTE_TRACE: flow arrows
   const void* trace_what;     // the task's function (or name) for the trace
   bool trace_named;
@@ -182,6 +182,9 @@ struct alignas(cache_line) df_grain {
 // The registration table of a scope: first address -> last access, owned by
 // the spawning thread. Open addressing; starts inline, grows on the heap (in
 // reserve() only, so that a registration that has begun to link cannot fail).
+// A slot's address nullptr marks it empty, so the region at nullptr (an empty
+// vector's data(), a null pointer in a depend clause) has an entry of its own
+// beside the slots, `null_region`, and is otherwise a region like any other.
 struct df_table {
   struct entry {
     const void* address;
@@ -190,8 +193,10 @@ struct df_table {
   static constexpr std::uint32_t kInline = 16;
   entry* slots = inline_;
   std::uint32_t mask = kInline - 1;
-  std::uint32_t used = 0;
+  std::uint32_t used = 0;  // entries in use, null_region's among them
   entry inline_[kInline] = {};
+  entry null_region = {nullptr, nullptr};
+  bool null_used = false;
 
   df_table() = default;
   ~df_table();
@@ -206,6 +211,14 @@ struct df_table {
   // room (reserve()).
   MOTE_API entry& find_or_insert(const void* address) noexcept;
   MOTE_API void clear() noexcept;
+  // Calls f(entry&) for every entry in use (null_region's too).
+  template <class F>
+  void for_each(F&& f) {
+    for (std::uint32_t i = 0; i <= mask; ++i) {
+      if (slots[i].address != nullptr) f(slots[i]);
+    }
+    if (null_used) f(null_region);
+  }
 };
 
 // Is an argument of spawn a typed reduction (mote::reduction)?
@@ -260,14 +273,19 @@ struct df_spawn_info {
 };
 // A record's block: room for n accesses after `record_size` bytes, from the
 // record allocator (the calling worker w's cache, or nullptr), and what
-// giving it back needs (df_task's tag and home).
+// giving it back needs (df_task's tag and home). The home is w's cache only
+// when w is a worker of the scope's runtime (scope_runtime): every record of
+// a scope is freed before its wait returns, which its runtime outlives, so
+// the home cache is alive whenever the record is given back. A worker of
+// another runtime, which may end first, lends a block with no home.
 struct df_block {
   void* memory;
   df_access* accesses;
   record_tag tag;
   task_cache* home;
 };
-MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w);
+MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w,
+                              const runtime_impl* scope_runtime);
 // Gives back a block whose task never registered (on the thread that allocated it).
 MOTE_API void df_deallocate(const df_block& block) noexcept;
 // Registers t's accesses (already described in descs) and readies it when

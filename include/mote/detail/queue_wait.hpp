@@ -71,16 +71,25 @@ struct pending_list;
 MOTE_API extern constinit thread_local pending_list* this_thread_pending;
 MOTE_API void publish_pending_slow(pending_list* l) noexcept;
 
-// Publishes every partial batch the calling thread holds (before a wait).
-inline void publish_pending_batches() noexcept {
+// On a worker, shares every task it holds privately (worker::publish_own);
+// on any other thread, nothing.
+MOTE_API void publish_worker_work() noexcept;
+
+// Before a wait: makes visible what the calling thread holds that another
+// thread may be waiting for, so that nothing sits unseen while it waits:
+// every partial batch it produced (below), and, on a worker, the tasks in
+// the private parts of its deques (split_deque::publish). Every wait and
+// every sleep of a mote thread calls it.
+inline void publish_before_wait() noexcept {
   if (pending_list* l = this_thread_pending) publish_pending_slow(l);
+  publish_worker_work();
 }
 
 template <class Ready>
 void wait_until(wait_point& w, Ready&& ready) noexcept {
   if (ready()) return;
   // About to wait: first show the consumers what this thread produced.
-  publish_pending_batches();
+  publish_before_wait();
   // A short, tight spin first: an answer from the other core takes a few
   // hundred nanoseconds, and each look here is one load.
   for (int i = 0; i < 128; ++i) {

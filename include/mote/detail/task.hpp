@@ -52,8 +52,7 @@ struct task {
 // data-flow task's predecessor, the last step of a spawn) always finds room.
 struct queued_task : task {
   // The link of the one list the task is in while it waits: the injection
-  // queue's (under its mutex), or a pool's kept tasks (split_deque::keep,
-  // owner only).
+  // queue's (under its mutex).
   queued_task* next;
 };
 

@@ -273,7 +273,10 @@ struct homed_record {
 };
 
 // take_record for a block that goes home: mine's list, then the blocks others
-// have sent back to it. Keep `home` with the record for give_record_home.
+// have sent back to it. Keep `home` with the record for give_record_home,
+// which reads it: the record must be given back before mine's cache ends
+// (before its runtime does). A record that may outlive the caller's runtime
+// takes its block with take_record and no home.
 //
 //   homed_record b = take_record_with_home(tag, bytes, mine);
 inline homed_record take_record_with_home(record_tag tag, std::size_t bytes, task_cache* mine) {
@@ -286,7 +289,8 @@ inline homed_record take_record_with_home(record_tag tag, std::size_t bytes, tas
 
 // Gives back a block from take_record_with_home: home, when mine can reach it
 // (both of one domain), else into mine's own list (no home, or one of
-// another runtime's), else (no cache here) to the system allocator.
+// another runtime's), else (no cache here) to the system allocator. home,
+// when not nullptr, must still be alive (its domain is read).
 //
 //   give_record_home(b.memory, tag, b.home, mine);
 inline void give_record_home(void* memory, record_tag tag, task_cache* home,

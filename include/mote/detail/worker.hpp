@@ -96,7 +96,23 @@ class alignas(cache_line) worker {
   MOTE_API std::uint32_t wait_for(task* t, worker& thief) noexcept;
 
   split_deque& frames() noexcept { return frames_; }  // join's records
-  split_deque& pool() noexcept { return pool_; }      // task_group's tasks
+  split_deque& pool() noexcept { return pool_; }      // task_group's tasks (and the kept ones)
+  split_deque& kept() noexcept { return kept_; }      // pool().keep()'s tasks
+
+  // Shares every private task of this worker (join's records, its pool, the
+  // kept tasks) with thieves, waking one: before this thread blocks in a
+  // wait that runs no tasks (a lock, a queue, a futex sleep), so that
+  // nothing it holds waits for it. Owner only; a few loads when nothing is
+  // private.
+  void publish_own() noexcept {
+    frames_.publish();
+    pool_.publish();
+  }
+
+  // Idle looks since the last look for stranded work (help_once's rescue,
+  // which reads the clock once every kRescueEvery of them). Owner only.
+  static constexpr std::uint32_t kRescueEvery = 16;
+  bool rescue_due() noexcept { return (++rescue_looks_ % kRescueEvery) == 0; }
 
   runtime_impl& runtime() const noexcept { return *runtime_; }
   unsigned index() const noexcept { return index_; }
@@ -181,9 +197,13 @@ class alignas(cache_line) worker {
 
   // ---- Thieves -----------------------------------------------------------
   // Takes the oldest shared task of victim's frames deque (then, if none,
-  // of its pool) and records the steal. *context receives the group the task
-  // runs in. nullptr when both are empty.
+  // of its pool, then of its kept tasks) and records the steal. *context
+  // receives the group the task runs in. nullptr when all are empty.
   task* steal_from(worker& victim, task_group** context) noexcept;
+  // Shares the private tasks of each of victim's deques whose request to
+  // share has gone unanswered for split_deque::kForceAfterNs (at `now`):
+  // the owner is computing, blocked or asleep. True when any were shared.
+  bool rescue_from(worker& victim, std::int64_t now) noexcept;
 
   std::uint64_t next_random() noexcept {
     rng_ ^= rng_ << 13;
@@ -194,6 +214,9 @@ class alignas(cache_line) worker {
 
   // The word this worker parks on when idle (runtime_impl::park).
   std::atomic<std::uint32_t>& park_word() noexcept { return parked_; }
+  // Set while this worker is about to sleep, or sleeps, in park() without a
+  // timeout (runtime_impl::kept_appeared looks for such a worker).
+  std::atomic<bool>& untimed_flag() noexcept { return untimed_; }
 
   // ---- Extension slots ---------------------------------------------------
   // A model that keeps per-worker state owns one slot (its number is the
@@ -209,6 +232,9 @@ class alignas(cache_line) worker {
 
  private:
   static constexpr std::uint32_t kLevels = 1024;
+  // Room for kept tasks; keep() past it fails and the model schedules the
+  // task the usual way.
+  static constexpr std::uint32_t kKeptCapacity = 4096;
   struct level {
     std::atomic<std::uint32_t> start_depth{0};  // frames depth when the level began
     std::atomic<task_group*> group{nullptr};
@@ -216,6 +242,7 @@ class alignas(cache_line) worker {
 
   split_deque frames_;
   split_deque pool_;
+  split_deque kept_;  // on_request::acknowledge; pool_'s keep() deque
 
   // ---- Thread state: owner-private --------------------------------------
   alignas(cache_line) runtime_impl* runtime_;
@@ -225,6 +252,7 @@ class alignas(cache_line) worker {
   std::uint64_t rng_;
   trace_buffer* trace_;       // MOTE_TRACE: this worker's buffer (owned by the trace registry)
   std::int64_t park_since_ = 0;           // instrumented: when the current sleep began
+  std::uint32_t rescue_looks_ = 0;        // rescue_due()
   worker_stats stats_;
   task_cache cache_{runtime_};  // record blocks (task_alloc.hpp); go home within this runtime
 
@@ -236,6 +264,7 @@ class alignas(cache_line) worker {
   // 0 while awake; runtime_impl::park() and wake_one() move it. Written by
   // the worker and by whoever wakes it, so on a line of its own.
   alignas(cache_line) std::atomic<std::uint32_t> parked_{0};
+  std::atomic<bool> untimed_{false};
 
   // The extension slots: written before the thread starts and by the owner as
   // it starts and ends; read by the owner and by idle workers looking for
