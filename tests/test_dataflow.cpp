@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/runtime_impl.hpp"
 #include "mote/dataflow.hpp"
 #include "mote/mote.hpp"
 #include "test_util.hpp"
@@ -1694,11 +1695,23 @@ struct chain_run {
 
 }  // namespace
 
+// Shares that thieves forced on the deques of every worker of rt.
+std::uint64_t forced_shares(mote::runtime& rt) {
+  mote::detail::runtime_impl& impl = mote::detail::runtime_access::impl(rt);
+  std::uint64_t n = 0;
+  for (unsigned i = 0; i < impl.num_workers(); ++i) {
+    mote::detail::worker& w = impl.worker_at(i);
+    n += w.frames().forced_shares() + w.pool().forced_shares() + w.kept().forced_shares();
+  }
+  return n;
+}
+
 TEST(DataflowLocality, AScopeThatKeepsRunsEveryTaskOnTheSpawnersWorker) {
   mote::runtime rt(workers(2));
   for (int round = 0; round < 3; ++round) {
     chain_run run;
     int spawner = -1;
+    const std::uint64_t forced_before = forced_shares(rt);
     rt.run([&] {
       spawner = mote::runtime::current_worker_index();
       mote::dataflow df;
@@ -1708,8 +1721,13 @@ TEST(DataflowLocality, AScopeThatKeepsRunsEveryTaskOnTheSpawnersWorker) {
     });
     EXPECT_TRUE(run.complete(200));
     EXPECT_EQ(run.out_of_order.load(), 0);
-    // Nothing was ever in a place another worker looks.
-    for (int where : run.ran_on) ASSERT_EQ(where, spawner);
+    // Nothing was ever in a place another worker looks, unless the spawner
+    // went quiet (preempted, say) long enough for a thief to force its kept
+    // tasks out: then that thief's share is counted.
+    const bool forced = forced_shares(rt) != forced_before;
+    if (!forced) {
+      for (int where : run.ran_on) ASSERT_EQ(where, spawner);
+    }
   }
 }
 

@@ -308,9 +308,13 @@ TEST(Deque, KeptTasksReachAThiefOnlyWhenTheOwnerGoesQuiet) {
   EXPECT_FALSE(owner.empty());
   EXPECT_EQ(owner.depth(), 0u);  // the deque's own count only
   std::uint32_t index = 0;
-  // A thief asks both, the owner pushes (and shares), the thief steals: only
-  // the pushed task can reach it, whatever is kept.
+  // A thief asks both (the kept deque through its rescue's look, at most
+  // once per kForceAfterNs), the owner pushes (and shares), the thief
+  // steals: only the pushed task can reach it, whatever is kept.
+  std::int64_t clock = mote::detail::now_ns();
   EXPECT_EQ(owner.steal(thief, &index), nullptr);
+  EXPECT_FALSE(kept.request_overdue(clock));  // asks
+  EXPECT_TRUE(kept.asked());
   EXPECT_EQ(kept.steal(thief, &index), nullptr);
   ASSERT_TRUE(owner.push(&pushed[0]));
   ASSERT_TRUE(owner.push(&pushed[1]));
@@ -322,13 +326,17 @@ TEST(Deque, KeptTasksReachAThiefOnlyWhenTheOwnerGoesQuiet) {
   EXPECT_EQ(owner.pop_any(), &pushed[1]);
   EXPECT_EQ(owner.pop_any(), &held[2]);
   EXPECT_FALSE(kept.asked());
-  EXPECT_EQ(kept.steal(thief, &index), nullptr);  // asks again
+  clock += split_deque::kForceKeptAfterNs;
+  EXPECT_FALSE(kept.request_overdue(clock));  // not overdue: answered; asks again
+  EXPECT_TRUE(kept.asked());
   // Then the owner goes quiet: once the request is overdue, the thief takes
   // what is left.
+  clock += split_deque::kForceAfterNs;
+  EXPECT_FALSE(kept.request_overdue(clock));  // a kept task's owner gets longer
+  clock += split_deque::kForceKeptAfterNs;
+  ASSERT_TRUE(kept.request_overdue(clock));
   if (mote::detail::heavy_barrier_available()) {
-    const std::int64_t later = mote::detail::now_ns() + split_deque::kForceAfterNs;
-    ASSERT_TRUE(kept.request_overdue(later));
-    ASSERT_TRUE(kept.force_share(later));
+    ASSERT_TRUE(kept.force_share(clock));
     EXPECT_EQ(kept.steal(thief, &index), &held[0]);
     EXPECT_EQ(owner.pop_any(), &held[1]);
   } else {

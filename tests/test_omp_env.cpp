@@ -590,18 +590,21 @@ TEST(OmpEnv, DisplayEnvSchedules) {
 
 // ---- Per-thread ICVs ------------------------------------------------------------------------
 
-TEST(OmpEnv, ThreadIcvsAreCopiesOfTheInitialOnes) {
+TEST(OmpEnv, TaskIcvsAreCopiesOfTheInitialOnes) {
   const omp::global_icvs& g = omp::globals();
-  omp::task_icvs& mine = omp::thread_icvs();
+  EXPECT_EQ(omp::current_icvs().nthreads, g.initial.nthreads);
+  omp::task_icvs& mine = omp::writable_icvs();  // the initial task's own copy
   EXPECT_EQ(mine.nthreads, g.initial.nthreads);
-  EXPECT_EQ(&omp::thread_icvs(), &mine);  // the same object on every call
+  EXPECT_EQ(&omp::writable_icvs(), &mine);  // the same object on every call
   const unsigned before = mine.nthreads;
   mine.nthreads = before + 7;
+  EXPECT_EQ(omp::current_icvs().nthreads, before + 7);
+  EXPECT_EQ(g.initial.nthreads, before);  // the initial values stay
   unsigned seen_by_other = 0;
-  std::thread other([&] { seen_by_other = omp::thread_icvs().nthreads; });
+  std::thread other([&] { seen_by_other = omp::current_icvs().nthreads; });
   other.join();
-  EXPECT_EQ(seen_by_other, g.initial.nthreads);
-  EXPECT_EQ(omp::thread_icvs().nthreads, before + 7);
+  EXPECT_EQ(seen_by_other, g.initial.nthreads);  // another thread's initial task
+  EXPECT_EQ(omp::current_icvs().nthreads, before + 7);
   mine.nthreads = before;
 }
 

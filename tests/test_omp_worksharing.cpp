@@ -252,12 +252,12 @@ TEST(OmpLoop, EveryIterationOnceOverUnsignedLongLong) {
   coverage(ull_bounds(), "unsigned long long");
 }
 
-// schedule(runtime): the run-sched-var ICV of the encountering thread, which
+// schedule(runtime): the run-sched-var ICV of the encountering task, which
 // the team inherits, with each modifier.
 TEST(OmpLoop, RuntimeScheduleFollowsTheIcv) {
   hang_guard guard("runtime schedules");
   loop_case c(loop_bounds::of_long(-7, 500, 2));
-  omp::task_icvs& icv = omp::thread_icvs();
+  omp::task_icvs& icv = omp::writable_icvs();
   const omp::task_icvs saved = icv;
   const std::pair<unsigned, int> settings[] = {
       {omp::kSchedStatic, 0},  {omp::kSchedStatic, 4},

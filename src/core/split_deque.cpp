@@ -219,9 +219,11 @@ task* split_deque::steal(worker& thief, std::uint32_t* index) noexcept {
   const std::uint32_t tail = tail_of(ts);
   const std::uint32_t split = split_of(ts);
   if (tail >= split) {
-    // Ask the owner to share (the clock is read only when the request is new).
-    if (push_limit_.load(std::memory_order_relaxed) != 0 ||
-        asked_at_.load(std::memory_order_relaxed) == kNotAsked) {
+    // Ask the owner to share (the clock is read only when the request is
+    // new). A deque that only acknowledges is asked at the rescue's pace
+    // instead (request_overdue).
+    if (mode_ == on_request::share && (push_limit_.load(std::memory_order_relaxed) != 0 ||
+                                       asked_at_.load(std::memory_order_relaxed) == kNotAsked)) {
       ask(now_ns());
     }
     return nullptr;

@@ -1018,12 +1018,17 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   // (this thread now, or the last predecessor to finish) readies the task.
   const std::int32_t drop = satisfied_now + 1;
   if (t->blocked.fetch_sub(drop, std::memory_order_acq_rel) == drop) e.ready(t);
-  // Every 64 spawns on the scope's own worker (the count's shared half is
-  // read then only): the locality windows, then the throttle: the owner far
-  // ahead of its tasks runs ready ones from its pool until half the limit is
-  // left, or nothing is ready here. It never waits: tasks blocked elsewhere
-  // are left to their predecessors.
-  if (MOTE_UNLIKELY((df.spawned_since_wait_ & 63) == 0) && w != nullptr && w == group_access::owner(g)) {
+  // Every 16 spawns on the scope's own worker: the spawner is alive, so the
+  // tasks it keeps stay its own (a thief's request to its kept tasks is
+  // answered, and they are forced out only when it goes quiet for
+  // split_deque::kForceAfterNs: a spawn costs about a microsecond). Every 64
+  // (the count's shared half is read then only): the locality windows, then
+  // the throttle: the owner far ahead of its tasks runs ready ones from its
+  // pool until half the limit is left, or nothing is ready here. It never
+  // waits: tasks blocked elsewhere are left to their predecessors.
+  if (MOTE_UNLIKELY((df.spawned_since_wait_ & 15) == 0) && w != nullptr && w == group_access::owner(g)) {
+    w->kept().share_if_asked();
+    if ((df.spawned_since_wait_ & 63) != 0) return;
     const std::uint64_t spawned = df.spawned_since_wait_;
     if ((spawned == 64 || spawned % kWindow == 0) && df.grain_.measured.load(std::memory_order_relaxed) &&
         w->runtime().num_workers() > 1)
@@ -1171,6 +1176,10 @@ void detail::df_task_run(task* base, worker& w) noexcept {
   for (;;) {
     df_task* next = run_one(t, w);
     if (next == nullptr) return;
+    // This worker is alive: a thief's request to its kept tasks is
+    // answered, so they stay here (one relaxed load; thieves ask at most
+    // once per split_deque::kForceAfterNs).
+    w.kept().share_if_asked();
     // The immediate successor runs here, as the worker runs a task it takes
     // (its trace event and statistics).
     if (MOTE_UNLIKELY(w.instrumented())) {

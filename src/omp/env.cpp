@@ -1198,11 +1198,6 @@ void initialize() noexcept {
   });
 }
 
-task_icvs& thread_icvs() noexcept {
-  thread_local task_icvs icvs = globals().initial;
-  return icvs;
-}
-
 void display_env(bool verbose) noexcept {
   try {
     write_stderr(display_env_text(globals(), verbose));

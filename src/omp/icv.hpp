@@ -9,7 +9,8 @@
 // GNU's do.
 //
 //   const mote::omp::global_icvs& g = mote::omp::globals();
-//   unsigned n = mote::omp::thread_icvs().nthreads;   // omp_get_max_threads()
+//   unsigned n = mote::omp::current_icvs().nthreads;  // omp_get_max_threads()
+//   mote::omp::writable_icvs().nthreads = 4;          // omp_set_num_threads(4)
 #pragma once
 
 #include <cstddef>
@@ -40,9 +41,11 @@ inline constexpr int bind_spread = 4;
 // The deepest nesting of active parallel regions (omp_get_supported_active_levels).
 inline constexpr unsigned supported_active_levels = 255;
 
-// The data-environment ICVs: every task has its own copy (the team layer
-// copies them into a region's tasks). Plain values; the lists' storage is in
-// globals(), which lives as long as the process.
+// The data-environment ICVs: every task has its own copy, its creator's as it
+// was when the task was made (icv.cpp: shared until one of them changes it),
+// and a region's implicit tasks start from the encountering task's
+// (team_icvs). Plain values; the lists' storage is in globals(), which lives
+// as long as the process.
 struct task_icvs {
   unsigned nthreads = 1;  // nthreads-var of this level (omp_get_max_threads)
   // The rest of the OMP_NUM_THREADS list: the nthreads of the next nested
@@ -127,10 +130,16 @@ MOTE_API const global_icvs& globals() noexcept;
 // process; libgomp.so.1's constructor calls it.
 MOTE_API void initialize() noexcept;
 
-// The calling thread's current ICVs (any thread): a copy of
-// globals().initial on first use. The omp_set_* routines write it; the team
-// layer overwrites it when the thread enters a region and restores it after.
-MOTE_API task_icvs& thread_icvs() noexcept;
+// The calling task's ICVs (any thread; a thread in no region is in its
+// initial task, which starts with globals().initial). The omp_get_* routines
+// read them.
+MOTE_API const task_icvs& current_icvs() noexcept;
+// The calling task's ICVs, to change (the omp_set_* routines): its own copy,
+// made on the first change while it shares its creator's (icv.cpp). The same
+// object on every call until the task makes a child, which then shares it;
+// a change after that copies again, so the child keeps what it was given.
+// Out of memory stops the program with a message.
+MOTE_API task_icvs& writable_icvs() noexcept;
 
 // omp_display_env: display_env_text(globals(), verbose) on stderr.
 MOTE_API void display_env(bool verbose) noexcept;

@@ -5,26 +5,36 @@
 // spawning worker's pool under work stealing), so that any worker may steal
 // it. A task with dependences is instead a mote::dataflow task of its
 // parent's scope (one scope per parent, made on first use: OpenMP orders
-// sibling tasks only), whose body runs the record; the scope is finished
-// when the parent's body has returned (an OpenMP task's children outlive it
-// only in the scheduler's eyes: the scope's wait there runs them).
+// sibling tasks only), whose body runs the record (or hands it back, see
+// below, and then ends with an event its completion fulfils); the scope is
+// finished when the parent's body has returned and those children are
+// complete (they run in the parent's wait meanwhile).
 //
-// Counting. Every task is counted (1) in its parent's `refs` (taskwait waits
-// for 1), (2) in the innermost taskgroup open where it was made, and (3) in
-// its team's spawn and completion sums (team_tasks_done: the barrier). Its
-// completion takes them back in that order, the team's sums last: once they
-// match, the team may end, so nothing after that touches the team unless the
-// thread is held inside it (a member, inside its barrier) or counted in
-// `foreign_active`.
+// Whoever takes a record starts it only if the task scheduling constraint
+// allows (may_start: a descendant of the task the thread is in, unless that
+// is its implicit task in the barrier); else it hands it back to its parent
+// or its team (hand_back), whose waits run it.
+//
+// Counting. Every task is counted (1) in its parent's `counts` (taskwait
+// waits for its low half to be 1; "Counting" below), (2) in the innermost
+// taskgroup open where it was made, and (3) in its team's spawn and
+// completion sums (team_tasks_done: the barrier). Its completion takes them
+// back in that order, the team's sums last: once they match, the team may
+// end, so nothing after that touches the team unless the thread is held
+// inside it (a member, inside its barrier) or counted in `foreign_active`.
 #include "omp/tasks.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "core/runtime_impl.hpp"
@@ -32,6 +42,7 @@
 #include "mote/detail/dataflow_records.hpp"
 #include "wait/idle.hpp"
 #include "omp/gomp/abi.hpp"
+#include "omp/icv.hpp"
 
 namespace mote::omp {
 
@@ -128,60 +139,14 @@ mote::dataflow& scope_of(omp_task& parent) {
   return *static_cast<mote::dataflow*>(parent.scope);
 }
 
-void finish_scope(omp_task& t) {
-  if (t.scope == nullptr) return;
-  auto* df = static_cast<mote::dataflow*>(t.scope);
-  t.scope = nullptr;
-  delete df;  // waits for the tasks still pending, running tasks meanwhile
-}
+// The two halves of omp_task::counts.
+constexpr std::uint64_t kPending = 1;               // the body, or a child not yet complete
+constexpr std::uint64_t kRecord = std::uint64_t{1} << 32;  // an explicit child's record not yet freed
+constexpr std::uint64_t kPendingMask = kRecord - 1;
 
-// Waits until done(), running tasks meanwhile; sleeps after the runtime's
-// spin window, on the worker's park word published in *slot, which the
-// completion that makes done() true wakes (notify_waiter).
-template <class Done>
-void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
-  if (done()) return;
-  worker* self = detail::current_worker;
-  if (self == nullptr) {
-    // No worker: nothing could be pending (tasks ran as they were made),
-    // except a detached event fulfilled by another thread.
-    while (!done()) std::this_thread::yield();
-    return;
-  }
-  runtime_impl& rt = self->runtime();
-  thread_state& st = current();
-  team* const tm = st.tm;
-  auto done_or_bounced = [&done, tm] {
-    return done() || (tm != nullptr && tm->bounced.load(std::memory_order_seq_cst) != nullptr);
-  };
-  detail::idle_wait idle(rt.spin_ns());
-  for (;;) {
-    if (done()) return;
-    if (run_bounced(st) || rt.help_once(*self)) {
-      idle.reset();
-      continue;
-    }
-    if (idle.spin()) continue;
-    // The Dekker pair with notify_waiter: the slot is published (seq_cst)
-    // before park_waiting's announcement and last look at done(); the
-    // completion changes what done() reads (seq_cst) before it loads the slot.
-    slot->store(&self->park_word(), std::memory_order_seq_cst);
-    using look = decltype(done_or_bounced);
-    rt.park_waiting(
-        *self, [](const void* d) { return (*static_cast<const look*>(d))(); }, &done_or_bounced, 2'000'000);
-    slot->store(nullptr, std::memory_order_relaxed);
-    idle.reset();
-  }
-}
-
-void notify_waiter(std::atomic<std::atomic<std::uint32_t>*>& slot) noexcept {
-  if (std::atomic<std::uint32_t>* word = slot.load(std::memory_order_seq_cst)) runtime_impl::wake_parked(*word);
-}
-
-void free_record(omp_task* t) noexcept {
-  t->~omp_task();
-  ::operator delete(static_cast<void*>(t), std::align_val_t{alignof(omp_task)});
-}
+// omp_task::handed once the task's body has ended: children handed back
+// after that go to the team's stack.
+omp_task* const kClosed = reinterpret_cast<omp_task*>(alignof(omp_task));
 
 // Wakes the worker whose park word `word` is (a worker's word outlives any
 // task or group it waited for).
@@ -189,56 +154,302 @@ void wake_word(std::atomic<std::uint32_t>* word) noexcept {
   if (word != nullptr) runtime_impl::wake_parked(*word);
 }
 
-void release_ref(omp_task* t) noexcept {
-  // The waiter's word is read before the decrement: once refs reads 1, the
-  // task may return from taskwait, end and be freed, so nothing of t may be
-  // touched after. A waiter that publishes its word between the two misses
-  // this wake-up only if its last look also missed the decrement; its sleep
-  // is bounded (wait_until's timeout), so it looks again.
-  std::atomic<std::uint32_t>* word = t->waiter.load(std::memory_order_seq_cst);
-  const bool is_explicit = t->is_explicit;
-  const std::uint32_t before = t->refs.fetch_sub(1, std::memory_order_seq_cst);
-  if (before == 2) {
-    wake_word(word);
-  } else if (before == 1 && is_explicit) {
-    free_record(t);
+// ---- The task scheduling constraint --------------------------------------------------
+//
+// OpenMP lets a thread start a task at a scheduling point only if it is a
+// descendant of every tied task suspended on that thread (a task waiting in
+// a barrier excepted). mote enforces it for every task, tied or untied:
+// whatever hands a worker an OpenMP task (its pool, the scheduler policy, a
+// steal, a data-flow task that became ready), the task starts only when the
+// task the thread is in (st.task) is its ancestor, or is the thread's
+// implicit task waiting in the team's barrier. Otherwise the thread hands
+// it back (hand_back): to its parent, whose waits run it, or to the team.
+// So a task that holds a lock across taskwait never finds an unrelated
+// task of its thread waiting for that lock on top of it, and the tasks on
+// one thread's stack are a chain of ancestors (their nesting is bounded by
+// the depth of the task tree, whatever the scheduler).
+
+// Is t (made, not started: it holds its parent) a descendant of x? The
+// chain of parents up to the first task that is not explicit is readable:
+// an explicit task's record holds its explicit parent's (counts' high half).
+bool descends(const omp_task* t, const omp_task* x) noexcept {
+  for (const omp_task* p = t;;) {
+    const omp_task* q = p->parent;
+    if (q == x) return true;
+    if (q == nullptr || !p->parent_explicit || q->depth <= x->depth) return false;
+    p = q;
+  }
+}
+
+// May the thread whose state in t's team is st start t now?
+bool may_start(const omp_task* t, const thread_state& st) noexcept {
+  const omp_task* x = st.task;
+  if (x == &st.implicit && st.in_barrier) return true;
+  return t->parent == x || descends(t, x);
+}
+
+void run_body(omp_task* t, thread_state* st) noexcept;
+
+// A worker outside t's team took t (a steal, or the injection queue), or a
+// thread of the team that may not start it (the scheduling constraint): t
+// goes back to its team, whose threads run it in their waits (an OpenMP
+// task runs on a thread of its team: omp_get_thread_num, task reductions'
+// copies). To its parent's list when the parent is a running explicit or
+// undeferred task (its waits take from there first), else to the team's
+// stack. The team cannot end meanwhile (t is pending), and foreign_active
+// keeps it alive until the wake-ups are done.
+void hand_back(omp_task* t) noexcept {
+  team* tm = t->tm;
+  omp_task* p = t->parent;
+  if (p != nullptr && p->has_list) {
+    // As release: once t is in the list, p may run it, end and be
+    // freed, so its waiter's word is read first.
+    std::atomic<std::uint32_t>* word = p->waiter.load(std::memory_order_seq_cst);
+    omp_task* head = p->handed.load(std::memory_order_relaxed);  // relaxed: the CAS below decides
+    bool pushed = false;
+    while (head != kClosed) {
+      t->next = head;
+      // seq_cst: the publication side of the Dekker pair with the waits'
+      // last look (wait_until's park predicate) before the wake-up.
+      if (p->handed.compare_exchange_weak(head, t, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        pushed = true;
+        break;
+      }
+    }
+    if (pushed) {
+      wake_word(word);
+      return;
+    }
+  }
+  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);  // relaxed: as in fulfill_event
+  omp_task* head = tm->bounced.load(std::memory_order_relaxed);  // relaxed: the CAS below decides
+  do {
+    t->next = head;
+    // seq_cst: as above, with the members' sleeps (wait_until's and the
+    // barrier's) before the wake-ups.
+  } while (!tm->bounced.compare_exchange_weak(head, t, std::memory_order_seq_cst, std::memory_order_relaxed));
+  tm->bounced_pushes.fetch_add(1, std::memory_order_relaxed);  // relaxed: a hint (team.hpp)
+  for (worker* w : tm->workers) {
+    if (w != nullptr) runtime_impl::wake_parked(w->park_word());
+  }
+  tm->barrier.notify_waiters();
+  // Release: thread 0's acquire load that sees 0 orders these accesses
+  // before the team's end.
+  tm->foreign_active.fetch_sub(1, std::memory_order_release);
+}
+
+// Runs one of the children handed back to the task st runs; false when it
+// has none. Only that task's thread pops (the pushers only push), so a pop
+// by compare-and-swap cannot see a task come back at the head (no ABA).
+bool run_handed(thread_state& st) noexcept {
+  omp_task* x = st.task;
+  if (!x->has_list) return false;
+  // Acquire: the handed task's contents (its pusher's seq_cst CAS).
+  omp_task* head = x->handed.load(std::memory_order_acquire);
+  while (head != nullptr && head != kClosed) {
+    if (x->handed.compare_exchange_weak(head, static_cast<omp_task*>(head->next), std::memory_order_acquire,
+                                        std::memory_order_acquire)) {
+      run_body(head, &st);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The end of x's body: its children handed back from now on go to the team,
+// and so do those still in its list.
+void close_handed(omp_task& x) noexcept {
+  // Acquire: the contents of the tasks still in the list (their pushers'
+  // seq_cst CASes).
+  omp_task* rest = x.handed.exchange(kClosed, std::memory_order_acquire);
+  while (rest != nullptr) {
+    omp_task* next = static_cast<omp_task*>(rest->next);
+    hand_back(rest);
+    rest = next;
+  }
+}
+
+// Waits until done(), running tasks meanwhile (those the calling task may
+// start: its own handed-back children, the team's handed-back tasks, and
+// what the runtime's help_once finds and run_scheduled accepts); sleeps
+// after the runtime's spin window, on the worker's park word published in
+// *slot and in the calling task's own `waiter` (where hand_back wakes it),
+// which the completion that makes done() true wakes.
+template <class Done>
+void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
+  if (done()) return;
+  thread_state& st = current();
+  omp_task* const x = st.task;
+  team* const tm = st.tm;
+  std::uint64_t seen = ~std::uint64_t{0};  // bounced_pushes when `bounced` last had nothing for us
+  worker* self = detail::current_worker;
+  if (self == nullptr || st.self != self) {
+    // No worker of the team (a team of one on a thread that is not one, or
+    // no region): the tasks pending are detached ones, and the ones that a
+    // worker outside the team handed back (dependences: see task()). A
+    // worker of another runtime helps that one meanwhile (its pool may hold
+    // what this waits for).
+    while (!done()) {
+      if (!run_handed(st) && !run_bounced(st, false, &seen) && (self == nullptr || !self->runtime().help_once(*self))) {
+        std::this_thread::yield();
+      }
+    }
+    return;
+  }
+  runtime_impl& rt = self->runtime();
+  // The park's last look: seq_cst loads, the other half of hand_back's
+  // Dekker pairs (bounced_pushes relaxed: a hint, as in run_bounced).
+  auto more = [&done, x, tm, &seen] {
+    return done() || (x->has_list && x->handed.load(std::memory_order_seq_cst) != nullptr) ||
+           (tm != nullptr && tm->bounced.load(std::memory_order_seq_cst) != nullptr &&
+            tm->bounced_pushes.load(std::memory_order_relaxed) != seen);
+  };
+  std::atomic<std::atomic<std::uint32_t>*>* const own = &x->waiter;
+  detail::idle_wait idle(rt.spin_ns());
+  for (;;) {
+    if (done()) return;
+    if (run_handed(st) || run_bounced(st, false, &seen) || rt.help_once(*self)) {
+      idle.reset();
+      continue;
+    }
+    if (idle.spin()) continue;
+    // The Dekker pair with release and hand_back: the slot is
+    // published (seq_cst) before park_waiting's announcement and last look;
+    // the completion changes what done() reads (seq_cst) before it loads
+    // the slot.
+    slot->store(&self->park_word(), std::memory_order_seq_cst);
+    if (own != slot) own->store(&self->park_word(), std::memory_order_seq_cst);
+    using look = decltype(more);
+    rt.park_waiting(
+        *self, [](const void* d) { return (*static_cast<const look*>(d))(); }, &more, 2'000'000);
+    slot->store(nullptr, std::memory_order_relaxed);
+    if (own != slot) own->store(nullptr, std::memory_order_relaxed);
+    idle.reset();
+  }
+}
+
+// The end of t's body (or of an implicit task): its children with
+// dependences are complete (they run here meanwhile, as t's waits run
+// them), then its scope goes.
+void finish_scope(omp_task& t) {
+  if (t.scope == nullptr) return;
+  wait_until([&t] { return t.df_pending.load(std::memory_order_seq_cst) == 0; }, &t.waiter);
+  auto* df = static_cast<mote::dataflow*>(t.scope);
+  t.scope = nullptr;
+  delete df;  // its tasks' data-flow ends (each after its record's completion) are all but done
+}
+
+// A test seam: MOTE_OMP_TEST_TASKWAIT_DEPEND_PAUSE_US=n makes the empty task
+// of taskwait depend pause n microseconds right after it has marked the
+// dependences met (the waiter may return then), so that a test can watch
+// what the task touches afterwards (tests/omp/taskwait_depend_frame.c).
+// Read once; 0 (unset) in production.
+int taskwait_depend_pause_us() noexcept {
+  static const int us = [] {
+    const char* text = std::getenv("MOTE_OMP_TEST_TASKWAIT_DEPEND_PAUSE_US");
+    return text != nullptr ? std::max(0, std::atoi(text)) : 0;
+  }();
+  return us;
+}
+
+__attribute__((noinline, cold)) void test_pause(int us) noexcept {
+  std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
+void free_record(omp_task* t) noexcept {
+  t->~omp_task();
+  ::operator delete(static_cast<void*>(t), std::align_val_t{alignof(omp_task)});
+}
+
+// ---- Counting ---------------------------------------------------------------------
+//
+// A task's `counts` (team.hpp): the low half is 1 for its body and 1 per
+// child not yet complete; the high half 1 per explicit child whose record is
+// not yet freed, when the task is explicit itself (parent_explicit in the
+// child). So an explicit task's record outlives its explicit descendants'
+// records, and the chain of parents of any pending task can be read
+// (descends). A completion takes back the child's low unit of its parent,
+// and, when the child's record goes at the same time (it has nothing left),
+// its high unit too, in one read-modify-write; else the record's free does
+// that later. An implicit or undeferred task is not freed through counts:
+// its end waits for its low half to be 1.
+
+// Takes `delta` off p's counts: kPending for a child's completion, kRecord
+// for a child's record, or both. The free of p's record (when it reaches 0:
+// its body ended, nothing left) takes p's own unit off its parent, and so on
+// up (a loop, not a recursion).
+void release(omp_task* p, std::uint64_t delta) noexcept {
+  while (p != nullptr) {
+    // The waiter's word is read before the decrement: once the low half
+    // reads 1, p may return from taskwait, end and be freed, so nothing of p
+    // may be touched after. A waiter that publishes its word between the two
+    // misses this wake-up only if its last look also missed the decrement;
+    // its sleep is bounded (wait_until's timeout), so it looks again.
+    std::atomic<std::uint32_t>* word = (delta & kPendingMask) != 0 ? p->waiter.load(std::memory_order_seq_cst)
+                                                                    : nullptr;
+    const bool is_explicit = p->is_explicit;
+    omp_task* const up = p->parent;
+    const bool up_explicit = p->parent_explicit;
+    // seq_cst: the completion side of the Dekker pair with the waiter
+    // (wait_until), and acq_rel for the free.
+    const std::uint64_t before = p->counts.fetch_sub(delta, std::memory_order_seq_cst);
+    if ((delta & kPendingMask) != 0 && (before & kPendingMask) == 2) wake_word(word);
+    if (before != delta || !is_explicit) return;
+    free_record(p);
+    if (!up_explicit) return;  // (its completion took its unit off its parent already)
+    p = up;
+    delta = kRecord;
   }
 }
 
 // The counts of a finished task (its body returned and, when detached, its
-// event was fulfilled). st: the thread's state in t's team, or nullptr for a
-// thread outside it (then counted in foreign_completed, and the caller holds
-// foreign_active).
-void complete_counts(omp_task* t, thread_state* st) noexcept;
-
-// Takes back every count of a finished task, then the body's own reference.
+// event was fulfilled): its group, its parent, then the team's sum. st: the
+// thread's state in t's team, or a stand-in for a thread outside it (then
+// counted in foreign_completed, and the caller holds foreign_active). Once
+// the team's sums match, the team may end: nothing after the last step
+// touches it.
 void complete(omp_task* t, thread_state* st) noexcept {
-  complete_counts(t, st);
-  release_ref(t);  // the body's own reference
-}
-
-void complete_counts(omp_task* t, thread_state* st) noexcept {
   team* tm = t->tm;
+  if (t->df_event != nullptr) {
+    // Its data-flow task ends now (its successors may start).
+    auto* ev = static_cast<mote::dataflow_event*>(t->df_event);
+    t->df_event = nullptr;
+    ev->fulfill();
+    delete ev;
+  }
   if (taskgroup* g = t->group) {
-    // As release_ref: the group may end (and be deleted) once the count
-    // reads 0, so its waiter's word is read first.
+    // As release: the group may end (and be deleted) once the count reads
+    // 0, so its waiter's word is read first.
     std::atomic<std::uint32_t>* word = g->waiter.load(std::memory_order_seq_cst);
     if (g->count.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_word(word);
   }
-  if (t->parent != nullptr) release_ref(t->parent);
+  omp_task* const parent = t->parent;
+  if (t->has_deps) {
+    // As release: the word first, then the decrement (seq_cst: the Dekker
+    // pair with the scope's wait, finish_scope).
+    std::atomic<std::uint32_t>* word = parent->waiter.load(std::memory_order_seq_cst);
+    if (parent->df_pending.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_word(word);
+  }
+  // The body's own unit: when it was the last, the record goes, and its
+  // parent loses both units at once; else the parent loses the pending one
+  // and the record's free (release) takes the other later.
+  const bool parent_explicit = t->parent_explicit;
+  if (t->counts.fetch_sub(kPending, std::memory_order_acq_rel) == kPending) {  // acq_rel: see omp_task::counts
+    free_record(t);
+    release(parent, parent_explicit ? kPending + kRecord : kPending);
+  } else {
+    release(parent, kPending);
+  }
   if (tm != nullptr) {
     st->count_completion();
     tm->barrier.notify_waiters();
   }
 }
 
-// Runs t's body on this thread with the thread's state in t's team current
-// (or a stand-in for a thread outside it), then its completion.
-// Runs t's body with st current (the thread's state in t's team, or a
-// stand-in for a thread outside it), then its completion. Kept small: a
-// chain of tasks that each wait for the next nests one of these per level
-// on the stack.
-void run_in(omp_task* t, thread_state* st, thread_state* saved, bool in_dataflow) noexcept {
+// Runs t's body with st current (the thread's state in t's team), then its
+// completion. Kept small: a chain of tasks that each wait for the next nests
+// one of these per level on the stack.
+void run_in(omp_task* t, thread_state* st, thread_state* saved) noexcept {
   set_current(st);
   ++tl_task_depth;
   omp_task* const outer_task = st->task;
@@ -248,13 +459,8 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved, bool in_dataflow
   detail::df_task* const df = detail::df_exchange_current_task(nullptr);
   const bool skip = t->group != nullptr && t->group->cancelled.load(std::memory_order_relaxed);
   if (!skip) t->fn(t->arg);
-  if (t->scope != nullptr) finish_scope(*t);
-  if (in_dataflow && t->detached) {
-    // Detached with dependences: the successors wait for the event, so the
-    // data-flow task ends only when it is fulfilled (fulfill_event holds a
-    // reference to t across its notification).
-    wait_until([t] { return t->fulfilled.load(std::memory_order_seq_cst) != 0; }, &t->waiter);
-  }
+  finish_scope(*t);
+  close_handed(*t);
   detail::df_exchange_current_task(df);
   st->task = outer_task;
   --tl_task_depth;
@@ -264,62 +470,106 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved, bool in_dataflow
   if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, st);
 }
 
-// A data-flow task of a team that a worker outside the team runs (it cannot
-// hand it back: see bounce): it runs as the team's thread 0 would see it,
-// counted apart (foreign_active keeps the team alive).
-__attribute__((noinline)) void run_foreign(omp_task* t, thread_state* saved, bool in_dataflow) noexcept {
-  team* tm = t->tm;
-  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
-  thread_state stand_in;
-  stand_in.tm = tm;
-  stand_in.level = tm->level;
-  stand_in.active_level = tm->active_level;
-  stand_in.outer = tm->threads[0].outer;
-  stand_in.self = detail::current_worker;
-  stand_in.foreign = true;
-  stand_in.prev = saved;
-  run_in(t, &stand_in, saved, in_dataflow);
-  tm->foreign_active.fetch_sub(1, std::memory_order_release);
-}
+void run_body(omp_task* t, thread_state* st) noexcept { run_in(t, st, &current()); }
 
-void run_body(omp_task* t, bool in_dataflow) noexcept {
-  thread_state* const saved = &current();
-  thread_state* st = t->tm == nullptr ? saved : saved->tm == t->tm ? saved : state_in(t->tm);
-  if (MOTE_UNLIKELY(st == nullptr)) {
-    run_foreign(t, saved, in_dataflow);
-    return;
-  }
-  run_in(t, st, saved, in_dataflow);
-}
-
-// A worker outside t's team took t (a steal, or the injection queue): it
-// hands t back to the team, whose threads run it in their waits (an
-// OpenMP task runs on a thread of its team: omp_get_thread_num, task
-// reductions' copies). The team cannot end meanwhile (t is pending), and
-// foreign_active keeps it alive until the wake-ups below are done.
-void bounce(omp_task* t) noexcept {
-  team* tm = t->tm;
-  tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
-  omp_task* head = tm->bounced.load(std::memory_order_relaxed);
-  do {
-    t->next = head;
-    // seq_cst: the publication side of the Dekker pairs with the members'
-    // sleeps (wait_until's done() and the barrier's) before the wake-ups.
-  } while (!tm->bounced.compare_exchange_weak(head, t, std::memory_order_seq_cst, std::memory_order_relaxed));
-  for (worker* w : tm->workers) {
-    if (w != nullptr) runtime_impl::wake_parked(w->park_word());
-  }
-  tm->barrier.notify_waiters();
-  tm->foreign_active.fetch_sub(1, std::memory_order_release);
+// The calling thread's state in t's team, or nullptr when it is not in it.
+thread_state* state_for(const omp_task* t) noexcept {
+  return t->tm == nullptr ? &current() : state_in(t->tm);
 }
 
 void run_scheduled(detail::task* base, worker&) noexcept {
   auto* t = static_cast<omp_task*>(base);
-  if (t->tm != nullptr && state_in(t->tm) == nullptr) {
-    bounce(t);
+  thread_state* st = state_for(t);
+  if (MOTE_UNLIKELY(st == nullptr || !may_start(t, *st))) {
+    hand_back(t);
     return;
   }
-  run_body(t, false);
+  run_body(t, st);
+}
+
+// The body of a task with dependences, as its data-flow task (on whichever
+// worker readied it). The record runs here when this thread may start it;
+// otherwise it is handed back, and its data-flow task ends with an event
+// that its completion fulfils; so does a detached one's (its successors
+// wait for omp_fulfill_event too).
+void run_dataflow(omp_task* t) noexcept {
+  thread_state* st = state_for(t);
+  const bool here = st != nullptr && may_start(t, *st);
+  if (t->detached || !here) {
+    auto* ev = new (std::nothrow) mote::dataflow_event(mote::dataflow_event::open());
+    if (ev == nullptr) {
+      std::fputs("mote: out of memory for an OpenMP task's data-flow event\n", stderr);
+      std::abort();
+    }
+    t->df_event = ev;
+  }
+  if (here) {
+    run_body(t, st);
+  } else {
+    hand_back(t);
+  }
+}
+
+// ---- Events (detach) ----------------------------------------------------------------
+//
+// An omp_event_handle_t is a number handed out here, not the record's
+// address: a handle fulfilled twice (or never handed out) is found unknown
+// without reading any record, which the first fulfilment may have freed.
+// The live ones are in a table, sharded, each shard under a mutex (detached
+// tasks are few, and each handle is looked at twice: made, fulfilled).
+struct event_shard {
+  std::mutex lock;
+  std::unordered_map<std::uintptr_t, omp_task*> live;
+};
+constexpr std::uintptr_t kEventShards = 16;
+
+event_shard* event_shards() {
+  // Never destroyed: an event may be fulfilled while static objects go.
+  static event_shard* shards = new event_shard[kEventShards];
+  return shards;
+}
+
+// Handles from 1 up; relaxed: a unique number is all it gives.
+std::atomic<std::uintptr_t> next_event{1};
+
+// A new handle for t's event, written where gcc reads it: the variable the
+// clause names and the first word of the task's data. Throws bad_alloc.
+void open_event(omp_task* t, const task_args& a) {
+  const std::uintptr_t handle = next_event.fetch_add(1, std::memory_order_relaxed);
+  event_shard& shard = event_shards()[handle % kEventShards];
+  {
+    const std::lock_guard<std::mutex> hold(shard.lock);
+    shard.live.emplace(handle, t);
+  }
+  *static_cast<void**>(a.detach) = reinterpret_cast<void*>(handle);
+  if (a.data != nullptr) *static_cast<void**>(a.data) = reinterpret_cast<void*>(handle);
+}
+
+// Takes back a handle whose task was not made after all.
+void forget_event(void* event) noexcept {
+  const auto handle = reinterpret_cast<std::uintptr_t>(event);
+  event_shard& shard = event_shards()[handle % kEventShards];
+  const std::lock_guard<std::mutex> hold(shard.lock);
+  shard.live.erase(handle);
+}
+
+// The record of a live handle, which is then no longer live; or, for one
+// that is not (fulfilled already, or never made), GNU's message and exit.
+omp_task* take_event(void* event) noexcept {
+  const auto handle = reinterpret_cast<std::uintptr_t>(event);
+  event_shard& shard = event_shards()[handle % kEventShards];
+  {
+    const std::lock_guard<std::mutex> hold(shard.lock);
+    auto found = shard.live.find(handle);
+    if (found != shard.live.end()) {
+      omp_task* t = found->second;
+      shard.live.erase(found);
+      return t;
+    }
+  }
+  std::fprintf(stderr, "\nlibgomp: omp_fulfill_event: %p event is invalid or has already been fulfilled!\n\n", event);
+  std::fflush(stderr);
+  std::exit(EXIT_FAILURE);
 }
 
 // Copies the arguments into dst (aligned for them).
@@ -343,6 +593,27 @@ omp_task* make_record(const task_args& a, void** arg_out) {
   return t;
 }
 
+// Runs a's body on a copy of its arguments made by its cpyfn: out of line,
+// so that the frames of a chain of undeferred tasks stay small (a chain of
+// tasks each waiting for the next nests one of them per level).
+__attribute__((noinline)) void call_on_copy(const task_args& a) {
+  const std::size_t align = static_cast<std::size_t>(std::max(a.arg_align, 1L));
+  const std::size_t bytes = static_cast<std::size_t>(a.arg_size) + align;
+  // Small arguments on the stack, aligned by hand; large ones on the heap.
+  alignas(64) char small[512];
+  std::unique_ptr<char[]> big;
+  char* raw = small;
+  if (bytes > sizeof(small)) {
+    big.reset(new char[bytes]);
+    raw = big.get();
+  }
+  void* buf = raw;
+  std::size_t space = bytes;
+  buf = std::align(align, static_cast<std::size_t>(a.arg_size), buf, space);
+  a.cpyfn(buf, a.data);
+  a.fn(buf);
+}
+
 // Runs an undeferred task here: a task of its own (its children are its),
 // waited for at its end so that nothing outlives the frame it lives in.
 void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
@@ -350,57 +621,183 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
   t.fn = a.fn;
   t.tm = st.tm;
   t.parent = nullptr;
+  t.inherit_icvs(*st.task);
+  t.depth = st.task->depth + 1;
+  t.has_list = true;
   t.group = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
   t.is_final = final_task;
   omp_task* const outer = st.task;
   st.task = &t;
   detail::df_task* const df = detail::df_exchange_current_task(nullptr);
   if (a.cpyfn != nullptr) {
-    const std::size_t align = static_cast<std::size_t>(std::max(a.arg_align, 1L));
-    const std::size_t bytes = static_cast<std::size_t>(a.arg_size) + align;
-    // Small arguments on the stack, aligned by hand; large ones on the heap.
-    alignas(64) char small[512];
-    std::unique_ptr<char[]> big;
-    char* raw = small;
-    if (bytes > sizeof(small)) {
-      big.reset(new char[bytes]);
-      raw = big.get();
-    }
-    void* buf = raw;
-    std::size_t space = bytes;
-    buf = std::align(align, static_cast<std::size_t>(a.arg_size), buf, space);
-    a.cpyfn(buf, a.data);
-    a.fn(buf);
+    call_on_copy(a);
   } else {
     a.fn(a.data);
   }
   finish_scope(t);
-  wait_until([&t] { return t.refs.load(std::memory_order_acquire) == 1; }, &t.waiter);
+  wait_until([&t] { return (t.counts.load(std::memory_order_acquire) & kPendingMask) == 1; }, &t.waiter);
+  close_handed(t);  // (empty: its children are all complete)
   detail::df_exchange_current_task(df);
   st.task = outer;
+}
+
+// An undeferred task (if(0), a final parent, a thread that is no worker) or
+// one on omp_all_memory that waits first: its dependences are met by waiting
+// for the siblings that have any, then it runs here. A detached undeferred
+// task waits for its event at its end. Out of line: task()'s frame stays
+// small (see call_on_copy).
+__attribute__((noinline)) void run_undeferred_waiting(const task_args& a, thread_state& st, const depend_list& deps,
+                                                      bool final_task) {
+  omp_task& parent = *st.task;
+  const bool detach = (a.flags & kFlagDetach) != 0;
+  if (parent.scope != nullptr && (!deps.accesses.empty() || deps.all_memory)) {
+    wait_until([&parent] { return parent.df_pending.load(std::memory_order_seq_cst) == 0; }, &parent.waiter);
+    static_cast<mote::dataflow*>(parent.scope)->wait();
+  }
+  if (detach) {
+    // The event is this stack record's address only while it runs: keep a
+    // heap record for the event instead.
+    task_args b = a;
+    b.detach = nullptr;
+    auto ev = std::make_unique<omp_task>();
+    open_event(ev.get(), a);
+    run_undeferred(b, st, final_task);
+    omp_task* const e = ev.get();
+    wait_until([e] { return e->fulfilled.load(std::memory_order_seq_cst) != 0; }, &e->waiter);
+    return;
+  }
+  run_undeferred(a, st, final_task);
+}
+
+// A deferred task: a record, counted, then handed to the runtime (`self`, the
+// calling worker), to its parent's data-flow scope, or run at once in a team
+// of one on a thread that is no worker (self nullptr; see task()). Out of
+// line: task()'s frame stays small.
+__attribute__((noinline)) void defer(const task_args& a, thread_state& st, const depend_list& deps, bool final_task,
+                                     worker* self) {
+  omp_task& parent = *st.task;
+  const bool detach = (a.flags & kFlagDetach) != 0;
+  void* arg = nullptr;
+  omp_task* t = make_record(a, &arg);
+  t->fn = a.fn;
+  t->arg = arg;
+  t->tm = st.tm;
+  t->parent = &parent;
+  t->parent_explicit = parent.is_explicit;
+  t->depth = parent.depth + 1;
+  t->inherit_icvs(parent);
+  t->group = parent.open_group != nullptr ? parent.open_group : parent.group;
+  t->is_final = final_task;
+  t->is_explicit = true;
+  t->has_list = true;
+  t->has_deps = !deps.accesses.empty();
+  t->priority = (a.flags & kFlagPriority) != 0 ? a.priority : 0;
+  if (detach) {
+    t->detached = true;
+    t->holds.store(2, std::memory_order_relaxed);
+  }
+  bool event_open = false;
+  try {
+    if (detach) {
+      open_event(t, a);  // before the copy, which then carries it
+      event_open = true;
+    }
+    copy_args(a, arg);
+  } catch (...) {
+    if (event_open) forget_event(*static_cast<void**>(a.detach));
+    free_record(t);
+    throw;
+  }
+  t->init(&run_scheduled);
+  // Counted before it can run (and finish) anywhere: the parent's counts
+  // (its record too, when it is explicit), the group, the parent's
+  // dependent children, the team's spawn sum. Relaxed: the hand-off below
+  // publishes them.
+  const std::uint64_t units = t->parent_explicit ? kPending + kRecord : kPending;
+  parent.counts.fetch_add(units, std::memory_order_relaxed);
+  if (t->group != nullptr) t->group->count.fetch_add(1, std::memory_order_relaxed);
+  if (t->has_deps) parent.df_pending.fetch_add(1, std::memory_order_relaxed);
+  st.count_spawn();
+  if (t->has_deps) {
+    try {
+      mote::dataflow& df = scope_of(parent);
+      df.spawn_accesses(deps.accesses, [t] { run_dataflow(t); });
+    } catch (...) {
+      // The scope or its registration could not be made (bad_alloc): the
+      // task was added nowhere, so its counts are taken back (the spawn
+      // sum is balanced by a completion) and nothing is left behind.
+      parent.counts.fetch_sub(units, std::memory_order_relaxed);
+      parent.df_pending.fetch_sub(1, std::memory_order_relaxed);
+      if (t->group != nullptr) t->group->count.fetch_sub(1, std::memory_order_relaxed);
+      st.count_completion();
+      free_record(t);
+      throw;
+    }
+  } else if (self != nullptr) {
+    self->runtime().schedule(t, self);
+  } else {
+    run_in(t, &st, &st);  // solo and detached: its body now, its completion with its event
+  }
+  if (st.tm != nullptr) st.tm->barrier.notify_waiters();
 }
 
 }  // namespace
 
 int task_depth() noexcept { return tl_task_depth; }
 
-bool run_bounced(thread_state& st) noexcept {
+bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept {
   team* tm = st.tm;
   if (tm == nullptr || st.foreign || tm->bounced.load(std::memory_order_relaxed) == nullptr) return false;
-  // Take the whole stack (acquire: the tasks' contents), run the first, and
-  // push the rest back.
+  // Relaxed: a hint; a push after this load changes it again.
+  const std::uint64_t pushes = tm->bounced_pushes.load(std::memory_order_relaxed);
+  if (seen != nullptr && pushes == *seen) return false;
+  // Take the whole stack (acquire: the tasks' contents; several threads
+  // take from it, so never one task by compare-and-swap, which could see a
+  // freed task's address come back), run the first this thread may start,
+  // and put the others back.
   omp_task* list = tm->bounced.exchange(nullptr, std::memory_order_acquire);
-  if (list == nullptr) return false;
-  auto* rest = static_cast<omp_task*>(list->next);
-  while (rest != nullptr) {
-    auto* next = static_cast<omp_task*>(rest->next);
-    omp_task* head = tm->bounced.load(std::memory_order_relaxed);
-    do {
-      rest->next = head;
-    } while (!tm->bounced.compare_exchange_weak(head, rest, std::memory_order_release, std::memory_order_relaxed));
-    rest = next;
+  omp_task* chosen = nullptr;
+  omp_task* keep = nullptr;  // the others, in their order
+  omp_task* keep_tail = nullptr;
+  if (any) {
+    chosen = list;
+    keep = list != nullptr ? static_cast<omp_task*>(list->next) : nullptr;
+  } else {
+    while (list != nullptr) {
+      omp_task* next = static_cast<omp_task*>(list->next);
+      if (chosen == nullptr && may_start(list, st)) {
+        chosen = list;
+      } else {
+        list->next = nullptr;
+        if (keep_tail == nullptr) {
+          keep = list;
+        } else {
+          keep_tail->next = list;
+        }
+        keep_tail = list;
+      }
+      list = next;
+    }
   }
-  run_body(list, false);
+  if (keep != nullptr) {
+    // Back on the stack: at once when nobody pushed meanwhile (the barrier's
+    // takers: no walk), else below what they pushed. Release: the next
+    // taker's acquire exchange sees the tasks' contents.
+    omp_task* head = nullptr;
+    if (!tm->bounced.compare_exchange_strong(head, keep, std::memory_order_release, std::memory_order_relaxed)) {
+      if (keep_tail == nullptr) {
+        for (keep_tail = keep; keep_tail->next != nullptr;) keep_tail = static_cast<omp_task*>(keep_tail->next);
+      }
+      do {
+        keep_tail->next = head;
+      } while (!tm->bounced.compare_exchange_weak(head, keep, std::memory_order_release, std::memory_order_relaxed));
+    }
+  }
+  if (chosen == nullptr) {
+    if (seen != nullptr) *seen = pushes;
+    return false;
+  }
+  run_body(chosen, &st);
   return true;
 }
 
@@ -412,94 +809,50 @@ bool in_final() noexcept {
 void task(const task_args& a) {
   thread_state& st = current();
   omp_task& parent = *st.task;
+  if (MOTE_UNLIKELY(globals().cancellation)) {
+    // A cancelled region or taskgroup starts no new task (as GNU's library,
+    // which makes none): not even one that would run here, undeferred.
+    const taskgroup* g = parent.open_group != nullptr ? parent.open_group : parent.group;
+    if ((st.tm != nullptr && st.tm->cancelled.load(std::memory_order_relaxed)) ||
+        (g != nullptr && g->cancelled.load(std::memory_order_relaxed))) {
+      return;
+    }
+  }
   const bool final_task = (a.flags & kFlagFinal) != 0 || parent.is_final;
   const bool detach = (a.flags & kFlagDetach) != 0;
   depend_list deps;
   if ((a.flags & kFlagDepend) != 0 && a.depend != nullptr) deps = decode_depend(a.depend);
   worker* self = detail::current_worker;
-  const bool deferrable = self != nullptr && st.self == self && a.if_clause && !parent.is_final;
+  const bool worker_here = self != nullptr && st.self == self;
+  const bool may_defer = a.if_clause && !parent.is_final;
+  // A team of one on a thread that is no worker (`solo`): its tasks run as
+  // they are made, but for those OpenMP lets the program expect to be
+  // deferred: a detached one (its event may be fulfilled by a task made
+  // after it: it runs its body now and completes when the event comes), and
+  // once one with dependences is pending, every task with dependences (they
+  // wait in the parent's data-flow scope, on mote's default runtime, whose
+  // workers hand them back to this thread's waits when they are ready).
+  const bool solo = !worker_here && st.tm != nullptr && may_defer && !deps.all_memory &&
+                    (detach || (!deps.accesses.empty() && parent.scope != nullptr));
+  const bool deferrable = (worker_here && may_defer) || solo;
   if (!deferrable || deps.all_memory) {
-    // Undeferred (if(0), a final parent, a thread that is no worker) or on
-    // omp_all_memory: its dependences are met by waiting for the siblings
-    // that have any, then it runs here. A detached undeferred task waits for
-    // its event at its end.
-    if (parent.scope != nullptr && (!deps.accesses.empty() || deps.all_memory)) {
-      static_cast<mote::dataflow*>(parent.scope)->wait();
+    if (MOTE_LIKELY(!detach && (parent.scope == nullptr || (deps.accesses.empty() && !deps.all_memory)))) {
+      run_undeferred(a, st, final_task);  // the common case: a frame as small as can be
+    } else {
+      run_undeferred_waiting(a, st, deps, final_task);
     }
-    if (detach) {
-      // The event is this stack record's address only while it runs: keep a
-      // heap record for the event instead.
-      task_args b = a;
-      b.detach = nullptr;
-      auto* ev = new omp_task();
-      ev->holds.store(1, std::memory_order_relaxed);
-      *static_cast<void**>(a.detach) = ev;
-      if (a.data != nullptr) *static_cast<void**>(a.data) = ev;
-      run_undeferred(b, st, final_task);
-      wait_until([ev] { return ev->fulfilled.load(std::memory_order_seq_cst) != 0; }, &ev->waiter);
-      delete ev;
-      return;
-    }
-    run_undeferred(a, st, final_task);
     return;
   }
-
-  void* arg = nullptr;
-  omp_task* t = make_record(a, &arg);
-  t->fn = a.fn;
-  t->arg = arg;
-  t->tm = st.tm;
-  t->parent = &parent;
-  t->group = parent.open_group != nullptr ? parent.open_group : parent.group;
-  t->is_final = final_task;
-  t->is_explicit = true;
-  t->priority = (a.flags & kFlagPriority) != 0 ? a.priority : 0;
-  if (detach) {
-    t->detached = true;
-    t->in_dataflow = !deps.accesses.empty();
-    t->holds.store(t->in_dataflow ? 1 : 2, std::memory_order_relaxed);
-    // The event is the record; gcc reads it both from the variable named by
-    // the clause and from the first word of the task's data.
-    *static_cast<void**>(a.detach) = t;
-    if (a.data != nullptr) *static_cast<void**>(a.data) = t;
-  }
-  try {
-    copy_args(a, arg);
-  } catch (...) {
-    free_record(t);
-    throw;
-  }
-  t->init(&run_scheduled);
-  // Counted before it can run (and finish) anywhere: the parent's refs, the
-  // group, the team's spawn sum. Relaxed: the hand-off below publishes them.
-  parent.refs.fetch_add(1, std::memory_order_relaxed);
-  if (t->group != nullptr) t->group->count.fetch_add(1, std::memory_order_relaxed);
-  st.count_spawn();
-  if (!deps.accesses.empty()) {
-    try {
-      mote::dataflow& df = scope_of(parent);
-      df.spawn_accesses(deps.accesses, [t] { run_body(t, true); });
-    } catch (...) {
-      // The scope or its registration could not be made (bad_alloc): the
-      // task was added nowhere, so its counts are taken back (the spawn
-      // sum is balanced by a completion) and nothing is left behind.
-      parent.refs.fetch_sub(1, std::memory_order_relaxed);
-      if (t->group != nullptr) t->group->count.fetch_sub(1, std::memory_order_relaxed);
-      st.count_completion();
-      free_record(t);
-      throw;
-    }
-  } else {
-    self->runtime().schedule(t, self);
-  }
-  if (st.tm != nullptr) st.tm->barrier.notify_waiters();
+  defer(a, st, deps, final_task, worker_here ? self : nullptr);
 }
 
 void taskwait() {
   thread_state& st = current();
   omp_task& t = *st.task;
+  // Every child complete, those with dependences too (their data-flow
+  // tasks' ends follow at once); the scope's wait then only forgets them.
+  wait_until([&t] { return (t.counts.load(std::memory_order_seq_cst) & kPendingMask) == 1; }, &t.waiter);
   if (t.scope != nullptr) static_cast<mote::dataflow*>(t.scope)->wait();
-  wait_until([&t] { return t.refs.load(std::memory_order_seq_cst) == 1; }, &t.waiter);
 }
 
 void taskwait_depend(void** depend) {
@@ -509,20 +862,35 @@ void taskwait_depend(void** depend) {
   depend_list deps = decode_depend(depend);
   auto& df = *static_cast<mote::dataflow*>(t.scope);
   if (deps.all_memory) {
+    wait_until([&t] { return t.df_pending.load(std::memory_order_seq_cst) == 0; }, &t.waiter);
     df.wait();
     return;
   }
   // An empty task with the same dependences: when it has run, they are met.
   std::atomic<std::uint32_t> reached{0};
   std::atomic<std::atomic<std::uint32_t>*> waiter{nullptr};
+  // Both live in this frame, which ends as soon as the waiter sees `reached`:
+  // as release does, the task reads the waiter's word before its store
+  // and touches nothing of the frame after it. A waiter that publishes its
+  // word between the two misses this wake-up only if its last look missed
+  // the store too; its sleep is bounded (wait_until), so it looks again.
   df.spawn_accesses(deps.accesses, [&reached, &waiter] {
+    std::atomic<std::uint32_t>* word = waiter.load(std::memory_order_seq_cst);
     reached.store(1, std::memory_order_seq_cst);
-    notify_waiter(waiter);
+    if (MOTE_UNLIKELY(taskwait_depend_pause_us() != 0)) test_pause(taskwait_depend_pause_us());
+    wake_word(word);
   });
   wait_until([&reached] { return reached.load(std::memory_order_seq_cst) != 0; }, &waiter);
 }
 
-void taskyield() { (void)help_once(); }
+// A task scheduling point: one task the calling task may start, if any (its
+// handed-back children, the team's, or what help_once finds and
+// run_scheduled accepts). GNU's library runs none.
+void taskyield() {
+  thread_state& st = current();
+  std::uint64_t seen = ~std::uint64_t{0};
+  if (!run_handed(st) && !run_bounced(st, false, &seen) && st.self == detail::current_worker) (void)help_once();
+}
 
 void taskgroup_start() {
   thread_state& st = current();
@@ -557,7 +925,7 @@ bool taskgroup_cancelled() noexcept {
 }
 
 void fulfill_event(void* event) {
-  auto* t = static_cast<omp_task*>(event);
+  omp_task* t = take_event(event);
   if (!t->is_explicit) {
     // An undeferred task's event (see task()): its waiter polls the flag
     // and frees the record after, so the notification goes first.
@@ -566,31 +934,39 @@ void fulfill_event(void* event) {
     if (word != nullptr) detail::runtime_impl::wake_parked(*word);
     return;
   }
-  // Pinned by a reference of its own: the task's body may end, complete it
-  // and drop its references at any moment from here on.
-  t->refs.fetch_add(1, std::memory_order_relaxed);
+  // Pinned by a unit of its own: the task's body may end, complete it and
+  // drop its units at any moment from here on. Relaxed: the record is alive
+  // (its event was live, so the completion that frees it has not come),
+  // and this call's own drop below orders what it did (acq_rel).
+  t->counts.fetch_add(kPending, std::memory_order_relaxed);
   team* tm = t->tm;
   // Counted among the team's outside threads: the completion below may be
   // the team's last, and the team must outlive this call (parallel() waits
   // for foreign_active to drop to 0).
   if (tm != nullptr) tm->foreign_active.fetch_add(1, std::memory_order_relaxed);
-  t->fulfilled.store(1, std::memory_order_seq_cst);
-  notify_waiter(t->waiter);
-  if (!t->in_dataflow) {
-    // The completion belongs to whoever drops the last hold: the body's end
-    // or this call.
-    if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      thread_state outside;
-      outside.tm = tm;
-      outside.foreign = true;
-      complete(t, &outside);
-    }
+  // The completion belongs to whoever drops the last hold: the body's end
+  // or this call.
+  if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    thread_state outside;
+    outside.tm = tm;
+    outside.foreign = true;
+    complete(t, &outside);
   }
   if (tm != nullptr) tm->foreign_active.fetch_sub(1, std::memory_order_release);
-  release_ref(t);
+  // The pin: its record goes now if the completion is done and nothing else
+  // holds it (then its explicit parent's record unit goes too).
+  const bool parent_explicit = t->parent_explicit;
+  omp_task* const parent = t->parent;
+  if (t->counts.fetch_sub(kPending, std::memory_order_acq_rel) == kPending) {  // acq_rel: see omp_task::counts
+    free_record(t);
+    if (parent_explicit) release(parent, kRecord);
+  }
 }
 
-void end_implicit_task(thread_state& st) { finish_scope(st.implicit); }
+void end_implicit_task(thread_state& st) {
+  finish_scope(st.implicit);
+  st.implicit.drop_icvs();
+}
 
 // ---- Task reductions ---------------------------------------------------------------
 

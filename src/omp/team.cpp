@@ -292,9 +292,11 @@ void end_of_region(team& tm, thread_state& st) {
     tm.at_end.fetch_add(1, std::memory_order_relaxed);
     worker* self = st.self;
     runtime_impl* rt = self != nullptr ? &self->runtime() : nullptr;
+    st.in_barrier = true;
     for (;;) {
       tm.barrier.wait(
-          st.id, [rt, self, &st] { return run_bounced(st) || (rt != nullptr && rt->help_once(*self)); },
+          st.id,
+          [rt, self, &st] { return run_bounced(st, true, nullptr) || (rt != nullptr && rt->help_once(*self)); },
           [&tm] {
             if (!team_tasks_done(tm)) return false;
             tm.final_episode = tm.at_end.load(std::memory_order_relaxed) == tm.n;
@@ -302,24 +304,21 @@ void end_of_region(team& tm, thread_state& st) {
           });
       if (tm.final_episode) break;
     }
+    st.in_barrier = false;
   }
   end_implicit_task(st);
 }
 
 void run_member(worker& w, team& tm, unsigned id) {
   thread_state* const saved = tls_state;
-  task_icvs& icv = thread_icvs();
-  const task_icvs saved_icv = icv;
   thread_state& st = tm.threads[id];
   st.prev = saved;
   tls_state = &st;
-  icv = tm.icvs;
   region_started();
   if (tm.prologue != nullptr) tm.prologue(tm.prologue_arg);
   tm.fn(tm.data);
   end_of_region(tm, st);
   tls_state = saved;
-  icv = saved_icv;
   (void)w;
   // The member's last access to the team: release, so that thread 0's
   // acquire load that counts it orders everything the member did (its end
@@ -377,16 +376,15 @@ void set_current(thread_state* st) noexcept { tls_state = st; }
 void set_region_start_hook(void (*hook)()) noexcept { region_start_hook.store(hook, std::memory_order_relaxed); }
 
 void run_as_initial_thread(void (*fn)(void*), void* arg) {
+  // A fresh initial task: the initial ICVs (as GNU's host fallback, which
+  // starts from the global ones), the default allocator of OMP_ALLOCATOR.
   thread_state fresh;
   fresh.task = &fresh.implicit;
   thread_state* const saved = tls_state;
-  task_icvs& icv = thread_icvs();
-  const task_icvs saved_icv = icv;
   tls_state = &fresh;
   fn(arg);
   end_implicit_task(fresh);
   tls_state = saved;
-  icv = saved_icv;
 }
 
 thread_state* state_in(team* tm) noexcept {
@@ -421,17 +419,29 @@ bool team_tasks_done(const team& tm) noexcept {
 
 void team_barrier(team& tm, thread_state& st) {
   worker* self = st.self;
+  st.in_barrier = true;  // its implicit task waits here: it may start any of the team's tasks
   if (self == nullptr) {
     // A team of one on a thread that is no worker: its tasks ran as they
-    // were made (tasks.cpp), so there is nothing to wait for.
-    return;
+    // were made (tasks.cpp), but for detached ones waiting for their events
+    // and those a worker outside the team handed back (dependences).
+    worker* other = detail::current_worker;  // a worker of another runtime: it helps that one
+    while (!team_tasks_done(tm)) {
+      if (!run_bounced(st, true, nullptr) && (other == nullptr || !other->runtime().help_once(*other))) {
+        std::this_thread::yield();
+      }
+    }
+  } else {
+    runtime_impl& rt = self->runtime();
+    // poll: tasks, only while the team has some pending (a barrier with no
+    // task to run spins on its own line, and steals from nobody).
+    tm.barrier.wait(
+        st.id,
+        [&rt, self, &st, &tm] {
+          return !team_tasks_done(tm) && (run_bounced(st, true, nullptr) || rt.help_once(*self));
+        },
+        [&tm] { return team_tasks_done(tm); });
   }
-  runtime_impl& rt = self->runtime();
-  // poll: tasks, only while the team has some pending (a barrier with no
-  // task to run spins on its own line, and steals from nobody).
-  tm.barrier.wait(
-      st.id, [&rt, self, &st, &tm] { return !team_tasks_done(tm) && (run_bounced(st) || rt.help_once(*self)); },
-      [&tm] { return team_tasks_done(tm); });
+  st.in_barrier = false;
 }
 
 bool barrier() {
@@ -452,7 +462,7 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
                   void (*prologue)(void*), void* prologue_arg) {
   (void)flags;  // proc_bind: the workers are placed when the runtime starts
   thread_state& cur = current();
-  task_icvs& icv = thread_icvs();
+  const task_icvs& icv = current_icvs();
   unsigned n = nthreads != 0 ? nthreads : icv.nthreads;
   if (cur.active_level >= icv.max_active_levels) n = 1;
   n = std::max(1u, std::min({n, icv.thread_limit, max_team()}));
@@ -545,6 +555,9 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
     st.outer = &cur;
     st.self = tm.workers[i];
     st.task = &st.implicit;
+    st.implicit.drop_icvs();
+    st.implicit.icv = &tm.icvs;  // the encountering task's, as team_icvs made them
+    st.def_allocator = cur.def_allocator;
     st.implicit.tm = &tm;
     st.implicit.open_group = nullptr;
     st.implicit.group = nullptr;
@@ -565,8 +578,6 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   thread_state& st = tm.threads[0];
   st.prev = &cur;
   tls_state = &st;
-  r.saved_icv = icv;
-  icv = tm.icvs;
   region_started();
   if (prologue != nullptr) prologue(prologue_arg);
 }
@@ -576,7 +587,6 @@ void region_end(region& r) {
   const unsigned n = tm.n;
   thread_state& st = tm.threads[0];
   end_of_region(tm, st);
-  thread_icvs() = r.saved_icv;
   tls_state = r.cur;
 
   // Every member's last access (the acquire pairs with its release), and

@@ -36,9 +36,11 @@ using detail::cache_line;
 
 struct team;
 struct taskgroup;  // tasks.hpp
+struct icv_block;  // icv.cpp
 
 // An OpenMP task: an explicit one (a record made by GOMP_task, run by any
-// worker of the team), or a thread's implicit task (inside its thread_state).
+// worker of the team), an undeferred one (a record on its encountering
+// thread's stack), or a thread's implicit task (inside its thread_state).
 struct omp_task : detail::queued_task {
   void (*fn)(void*) = nullptr;
   void* arg = nullptr;
@@ -47,22 +49,59 @@ struct omp_task : detail::queued_task {
   taskgroup* group = nullptr;       // the taskgroup it is counted in, or nullptr
   taskgroup* open_group = nullptr;  // the innermost taskgroup open in its body
   void* scope = nullptr;            // its children's dependences (a mote::dataflow), made on first use
-  // 1 while its body runs, plus one per child not yet finished; an explicit
-  // task's record is freed when it reaches 0. taskwait waits for 1.
-  // acq_rel on every change: a child's last writes are seen by the waiter
-  // that reads 1 (and by the free).
-  std::atomic<std::uint32_t> refs{1};
-  // taskwait's sleeper: its park word while it waits (see tasks.cpp).
+  // Two counts in one word (tasks.cpp, "Counting"): the low half is 1 while
+  // its body runs, plus one per child not yet complete (taskwait waits for
+  // 1); the high half counts the records of its explicit children that are
+  // not freed yet (an explicit task's record holds its explicit parent's
+  // record, so that the chain of parents of a pending task can be read). An
+  // explicit task's record is freed when the word reaches 0. acq_rel on
+  // every change: a child's last writes are seen by the waiter that reads 1
+  // (and by the free).
+  std::atomic<std::uint64_t> counts{1};
+  // Its children with dependences not yet complete (the scope's wait).
+  std::atomic<std::uint32_t> df_pending{0};
+  // The sleeper of its waits: its park word while it waits (see tasks.cpp).
   std::atomic<std::atomic<std::uint32_t>*> waiter{nullptr};
+  // Its children that a thread took and could not start (the task
+  // scheduling constraint, or a thread outside the team), handed back for
+  // this task's waits to run: a stack linked through queued_task::next,
+  // pushed by any thread, popped by the thread that runs this task; closed
+  // (tasks.cpp, kClosed) when its body has ended. Explicit and undeferred
+  // tasks only (has_list); an implicit task's go to its team's `bounced`.
+  std::atomic<omp_task*> handed{nullptr};
   // detach: the completion waits for both the body's return and
   // omp_fulfill_event (2 holds); 1 hold otherwise.
   std::atomic<std::uint32_t> holds{1};
+  // An undeferred detached task's event record only: set by omp_fulfill_event,
+  // which the task's encountering thread waits for (tasks.cpp).
   std::atomic<std::uint32_t> fulfilled{0};
+  // The data-flow event its completion fulfils (a mote::dataflow_event*,
+  // tasks.cpp): a task with dependences whose data-flow task ended before
+  // the record did (detached, or handed back).
+  void* df_event = nullptr;
+  unsigned depth = 0;         // its parent's depth + 1; an implicit task's is 0
   bool is_final = false;
   bool is_explicit = false;
-  bool detached = false;      // made with a detach clause
-  bool in_dataflow = false;   // a detached task run as a data-flow task (tasks.cpp)
+  bool parent_explicit = false;  // its parent is an explicit task (whose record it holds)
+  bool has_list = false;         // explicit or undeferred: takes its children back (handed)
+  bool has_deps = false;         // made with dependences (counted in its parent's df_pending)
+  bool detached = false;         // made with a detach clause
   int priority = 0;
+  // Its data-environment ICVs (icv.cpp): icv points at them (nullptr: the
+  // initial ones, globals().initial); icv_held is the block they are in when
+  // the task holds a reference to one (a copy some task made to change
+  // them), nullptr when they are a region's (team::icvs) or the initial ones.
+  const task_icvs* icv = nullptr;
+  icv_block* icv_held = nullptr;
+
+  omp_task() = default;
+  omp_task(const omp_task&) = delete;
+  omp_task& operator=(const omp_task&) = delete;
+  ~omp_task() { drop_icvs(); }
+  // Starts with `creator`'s ICVs (a reference to its block, if it has one).
+  inline void inherit_icvs(const omp_task& creator) noexcept;
+  // Gives up its block, if it holds one (the last holder frees it).
+  MOTE_API void drop_icvs() noexcept;
 };
 
 // The extension slot the OpenMP model keeps its per-worker state in.
@@ -81,10 +120,17 @@ struct alignas(cache_line) thread_state {
   omp_task* task = nullptr;         // the task running here (&implicit, or an explicit one)
   omp_task implicit;                // this thread's implicit task in the team
   bool foreign = false;             // a stand-in for a worker outside the team (tasks.cpp)
+  // In the team's barrier (its implicit task waits there): the task
+  // scheduling constraint lets it start any task of the team.
+  bool in_barrier = false;
   // Host teams (GOMP_teams_reg): the league this thread's task belongs to;
   // a region's threads inherit it from the thread that encountered it.
   int team_num = 0;
   int num_teams = 1;
+  // def-allocator-var: a per-implicit-task ICV (omp_set_default_allocator
+  // binds to the implicit task of the calling thread); 0: OMP_ALLOCATOR's.
+  // A region's threads start with the encountering thread's.
+  std::uintptr_t def_allocator = 0;
   ws_thread_state ws;               // worksharing.hpp: this thread's place in the team's constructs
 
   // The explicit tasks this thread made and finished, for the barrier's test
@@ -114,12 +160,14 @@ struct team {
   detail::runtime_impl* rt = nullptr;
   std::vector<detail::worker*> workers;   // the worker of each thread
   task_icvs icvs;                   // the ICVs its threads start with
-  // Explicit tasks of this team finished by a thread outside it (a worker
-  // that stole one); read-modify-write, as several such threads may add.
+  // Explicit tasks of this team completed by a thread outside it (the one
+  // that fulfilled a detached task's event after its body ended);
+  // read-modify-write, as several such threads may add.
   alignas(cache_line) std::atomic<std::uint64_t> foreign_completed{0};
   std::atomic<std::uint64_t> foreign_spawned{0};
-  // Threads outside the team inside one of its tasks' bookkeeping (a stolen
-  // task, omp_fulfill_event): thread 0 waits for 0 before the team ends.
+  // Threads outside the team inside one of its tasks' bookkeeping (a task
+  // taken and handed back, omp_fulfill_event): thread 0 waits for 0 before
+  // the team ends.
   std::atomic<unsigned> foreign_active{0};
   std::unique_ptr<thread_state[]> threads;
   mote::tree_barrier barrier;
@@ -133,10 +181,16 @@ struct team {
   // read); final_episode: written by the root before the release, read after.
   std::atomic<unsigned> at_end{0};
   bool final_episode = false;
-  // Explicit tasks that a worker outside the team stole and handed back
-  // (tasks.cpp, bounce): a stack linked through queued_task::next, pushed
-  // by any thread with a release CAS, taken whole by a member (acquire).
+  // Explicit tasks handed back to the team (tasks.cpp, hand_back): taken by
+  // a worker outside it, or by a thread of it that the task scheduling
+  // constraint kept from starting them, when their parent takes none back.
+  // A stack linked through queued_task::next, pushed by any thread with a
+  // seq_cst CAS, taken whole by a member (acquire), which puts back what it
+  // does not start.
   alignas(cache_line) std::atomic<omp_task*> bounced{nullptr};
+  // Pushes onto `bounced` so far: a waiting thread that found nothing there
+  // it may start looks again only when this changed. Relaxed: a hint.
+  std::atomic<std::uint64_t> bounced_pushes{0};
   // GOMP_cancel(LOOP or SECTIONS): the worksharing construct in flight is
   // cancelled; reset by the construct's end (worksharing.cpp).
   std::atomic<bool> ws_cancelled{false};
@@ -144,6 +198,23 @@ struct team {
   // n - 1 before it frees or reuses the team.
   alignas(cache_line) std::atomic<unsigned> left{0};
 };
+
+// The block of ICVs a task changed (icv.cpp): shared by its creator and the
+// tasks made after the change, freed by the last holder.
+struct icv_block {
+  task_icvs values;
+  // Tasks that hold it. Taken only by a holder (a task that makes a child),
+  // so 1 means the reader is the only holder. Increments relaxed (the
+  // holder's own reference keeps the block); decrements acq_rel (the last
+  // one frees, after every other holder's reads).
+  std::atomic<std::uint32_t> holders{1};
+};
+
+void omp_task::inherit_icvs(const omp_task& creator) noexcept {
+  icv = creator.icv;
+  icv_held = creator.icv_held;
+  if (icv_held != nullptr) icv_held->holders.fetch_add(1, std::memory_order_relaxed);
+}
 
 void thread_state::count_spawn() noexcept {
   if (MOTE_UNLIKELY(foreign)) {
@@ -192,7 +263,6 @@ struct region {
   bool seated = false;
   std::vector<unsigned> members;
   team* tm = nullptr;
-  task_icvs saved_icv;
 };
 MOTE_API void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,
                            void (*prologue)(void*), void* prologue_arg);
@@ -211,9 +281,12 @@ MOTE_API bool barrier();
 bool team_tasks_done(const team& tm) noexcept;
 // The barrier as the thread whose state st is in tm.
 void team_barrier(team& tm, thread_state& st);
-// Runs one task that a worker outside st's team handed back to it (tasks.cpp);
-// false when there was none.
-bool run_bounced(thread_state& st) noexcept;
+// Runs one task handed back to st's team (its `bounced` stack, tasks.cpp):
+// any of them when `any` (the barrier), else one that st's current task may
+// start (the task scheduling constraint). *seen (may be null): the team's
+// bounced_pushes when the stack last held nothing this thread could start;
+// it looks again only after more were pushed. False when it ran none.
+bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept;
 // How deep the calling thread is inside OpenMP task bodies (a worker that is
 // inside one takes no region from its mailbox: it would nest the region in
 // a task that the region's barrier waits for).

@@ -226,7 +226,7 @@ plan resolve(schedule_request r, bool monotonic_only, unsigned n, std::uint64_t 
   monotonicity mono = r.mono;
   std::uint64_t chunk = r.chunk;
   if (kind == schedule_kind::runtime) {
-    const task_icvs& icv = thread_icvs();
+    const task_icvs& icv = current_icvs();
     const auto code = static_cast<unsigned>(icv.run_sched);
     switch (code & ~kSchedMonotonic) {
       case kSchedStatic:

@@ -5,6 +5,7 @@
 // final barrier all wait for that.
 #include <omp.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "omp_check.h"
 
@@ -29,7 +30,95 @@ static void* fulfil_later(void* arg) {
   return NULL;
 }
 
-int main(void) {
+// Misuse: a detached task's body fulfils its event twice. GNU's library
+// stops the program with a message naming omp_fulfill_event (exit status 1);
+// the program must not go on (run as `task_detach twice`, expect.sh fail).
+static int fulfil_twice(void) {
+#pragma omp parallel num_threads(2)
+#pragma omp single
+  {
+    omp_event_handle_t ev;
+#pragma omp task detach(ev)
+    {
+      omp_fulfill_event(ev);
+      omp_fulfill_event(ev);
+    }
+#pragma omp taskwait
+  }
+  puts("task_detach twice: the second omp_fulfill_event went unreported");
+  return 0;
+}
+
+// The same misuse once the task is complete (mote's library only: GNU's
+// reads the freed task then, and what it does depends on what is there).
+static int fulfil_late(void) {
+#pragma omp parallel num_threads(2)
+#pragma omp single
+  {
+    omp_event_handle_t ev;
+#pragma omp task detach(ev)
+    omp_fulfill_event(ev);
+#pragma omp taskwait
+    omp_fulfill_event(ev);
+  }
+  puts("task_detach late: the second omp_fulfill_event went unreported");
+  return 0;
+}
+
+// A team of one (num_threads(1), as GNU's testsuite's task-detach-2.c and
+// -3.c): a detached task is still deferred, so its event may be fulfilled
+// by a task made after it, and a task that depends on it (made before or
+// after the one that fulfils it) runs after that.
+static void team_of_one(void) {
+  int x = 0, y = 0, z = 0, order_ok = 1;
+#pragma omp parallel num_threads(1) shared(x, y, z, order_ok)
+#pragma omp single
+  {
+    omp_event_handle_t e1, e2;
+#pragma omp task detach(e1) shared(x)
+    x++;
+#pragma omp task detach(e2) shared(y)
+    {
+      y++;
+      omp_fulfill_event(e1);
+    }
+#pragma omp task shared(z)
+    {
+      z++;
+      omp_fulfill_event(e2);
+    }
+  }
+  CHECK(x == 1 && y == 1 && z == 1, "a team of one: x %d, y %d, z %d (1 each)", x, y, z);
+
+  int dep = 0, fulfilled = 0, seen = -1;
+#pragma omp parallel num_threads(1)
+#pragma omp single
+  {
+    omp_event_handle_t e;
+#pragma omp task depend(out : dep) detach(e) shared(dep)
+    dep = 1;
+    // A task that depends on the detached one, made before the task that
+    // fulfils its event: it must wait for that.
+#pragma omp task depend(in : dep) shared(dep, fulfilled, seen, order_ok)
+    {
+      seen = dep;
+      if (!__atomic_load_n(&fulfilled, __ATOMIC_SEQ_CST)) order_ok = 0;
+    }
+#pragma omp task shared(fulfilled)
+    {
+      __atomic_store_n(&fulfilled, 1, __ATOMIC_SEQ_CST);
+      omp_fulfill_event(e);
+    }
+#pragma omp taskwait
+  }
+  CHECK(seen == 1, "a team of one: the dependent task saw %d (or did not run)", seen);
+  CHECK(order_ok, "a team of one: a task ran before the detached task it depends on was complete");
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "twice") == 0) return fulfil_twice();
+  if (argc > 1 && strcmp(argv[1], "late") == 0) return fulfil_late();
+  team_of_one();
   const int rounds = OMPT_SIZE(100, 20);
   int bad = 0;
 

@@ -2,6 +2,7 @@
 // num_teams and thread_limit, omp_get_team_num and omp_get_num_teams,
 // omp_get_thread_limit inside a team, distribute (static split across
 // teams), distribute parallel for, and a parallel region inside a team.
+#include <limits.h>
 #include <omp.h>
 
 #include "omp_check.h"
@@ -74,6 +75,49 @@ int main(void) {
     }
     CHECK(lohi >= 2 && lohi <= 3, "num_teams(2:3) made %d teams", lohi);
   }
+
+  // The program's nteams-var and teams-thread-limit-var (omp_set_num_teams,
+  // omp_set_teams_thread_limit) bound a teams construct without clauses (as
+  // GNU's testsuite, libgomp.c-c++-common/icv-3.c).
+  omp_set_num_teams(2);
+  omp_set_teams_thread_limit(3);
+  CHECK(omp_get_max_teams() == 2 && omp_get_teams_thread_limit() == 3,
+        "omp_get_max_teams %d, omp_get_teams_thread_limit %d after setting 2 and 3", omp_get_max_teams(),
+        omp_get_teams_thread_limit());
+  int made = -1, limit = -1, vars_ok = 1;
+#pragma omp teams
+  {
+    // (gcc allows these calls in a team only inside a region of its own.)
+#pragma omp parallel if (0)
+    {
+      if (omp_get_team_num() == 0) {
+        made = omp_get_num_teams();
+        limit = omp_get_thread_limit();
+      }
+      if (omp_get_max_teams() != 2 || omp_get_teams_thread_limit() != 3) {
+        __atomic_store_n(&vars_ok, 0, __ATOMIC_RELAXED);
+      }
+    }
+  }
+  CHECK(made >= 1 && made <= 2, "teams with nteams-var 2 made %d teams", made);
+  CHECK(limit >= 1 && limit <= 3, "omp_get_thread_limit() in a team with teams-thread-limit-var 3: %d", limit);
+  CHECK(vars_ok, "the device's nteams-var or teams-thread-limit-var changed inside teams");
+  // A clause wins over the variables.
+  made = -1;
+  limit = -1;
+#pragma omp teams num_teams(4) thread_limit(5)
+  {
+#pragma omp parallel if (0)
+    if (omp_get_team_num() == 0) {
+      made = omp_get_num_teams();
+      limit = omp_get_thread_limit();
+    }
+  }
+  CHECK(made >= 1 && made <= 4, "num_teams(4) with nteams-var 2 made %d teams", made);
+  CHECK(limit >= 1 && limit <= 5, "thread_limit(5) with teams-thread-limit-var 3: omp_get_thread_limit %d",
+        limit);
+  CHECK(omp_get_thread_limit() == INT_MAX, "the teams construct changed the initial task's thread-limit-var: %d",
+        omp_get_thread_limit());
   puts("teams: ok");
   return 0;
 }

@@ -58,6 +58,10 @@ class split_deque {
   // owner's private tasks itself: about a futex wake-up. An owner that pushes
   // or pops within this answers first, and never pays for a forced share.
   static constexpr std::int64_t kForceAfterNs = 20'000;
+  // The same for kept tasks (keep()), whose owner means to run them itself:
+  // ten times longer, so that a hiccup of an owner that is busy with them (a
+  // page fault, a table's growth, a short preemption) does not move them.
+  static constexpr std::int64_t kForceKeptAfterNs = 200'000;
 
   // How the owner answers a thief's request (push_limit_ = 0).
   enum class on_request : std::uint8_t {
@@ -105,9 +109,11 @@ class split_deque {
   // Keeps t for the owner: pop_any() returns it after the deque's own tasks
   // (the newest kept first), and a thief's request does not share it. For
   // ready tasks too short to be worth another core (a model's choice, such
-  // as data-flow's locality). Kept tasks are not hidden: an owner that
-  // neither keeps nor takes any for kForceAfterNs while a thief asks has
-  // them shared by that thief, and publish() shares them too. False when
+  // as data-flow's locality). Kept tasks are not hidden: an owner that does
+  // not answer a thief for kForceKeptAfterNs (it answers when it keeps or
+  // takes one, or calls share_if_asked() on the kept deque, as data-flow's
+  // tasks and spawns do) has them shared by that thief, and publish()
+  // shares them too. False when
   // there is no room (or this deque keeps nothing): the caller schedules t
   // the usual way.
   MOTE_API bool keep(task* t) noexcept;
@@ -196,12 +202,22 @@ class split_deque {
   // not answer.
   bool has_shared_else_ask(bool* stranded) noexcept;
 
-  // Has a request been outstanding for kForceAfterNs (at time `now`, from
-  // now_ns())? Two relaxed loads of the thieves' line: cheap enough for
-  // every idle look.
-  bool request_overdue(std::int64_t now) const noexcept {
-    return push_limit_.load(std::memory_order_relaxed) == 0 &&
-           now - asked_at_.load(std::memory_order_relaxed) >= kForceAfterNs;
+  // Has a request been outstanding for kForceAfterNs (kForceKeptAfterNs for
+  // keep()'s deque; at time `now`, from now_ns())? Two relaxed loads of the thieves' line: cheap enough for
+  // every idle look. A deque that acknowledges (keep()'s) is asked here
+  // rather than by steal(): once per kForceAfterNs at most, so that its
+  // owner, which acknowledges as it runs (dataflow's tasks do), finds the
+  // request line changed rarely.
+  bool request_overdue(std::int64_t now) noexcept {
+    if (push_limit_.load(std::memory_order_relaxed) == 0) {
+      return now - asked_at_.load(std::memory_order_relaxed) >=
+             (mode_ == on_request::share ? kForceAfterNs : kForceKeptAfterNs);
+    }
+    if (mode_ == on_request::acknowledge) {
+      const std::int64_t at = asked_at_.load(std::memory_order_relaxed);
+      if (at == kNotAsked || now - at >= kForceAfterNs) ask(now);
+    }
+    return false;
   }
   // Shares every private task of the owner without its help (see the top of
   // this file), then restarts the request's clock. True when it shared
@@ -250,7 +266,7 @@ class split_deque {
   void share_up_to(std::uint32_t new_split) noexcept;  // with forcing_ held
   void lock_owner() noexcept;
   void unlock_owner() noexcept;
-  void ask(std::int64_t now) noexcept;
+  MOTE_API void ask(std::int64_t now) noexcept;
 
   // ---- Shared with thieves: one cache line, written by thieves ----------
   // {tail, split}: thieves CAS tail forward while tail < split; the split

@@ -38,7 +38,8 @@ extern "C" int omp_get_num_teams(void);
 namespace {
 
 using mote::omp::globals;
-using mote::omp::thread_icvs;
+using mote::omp::current_icvs;
+using mote::omp::writable_icvs;
 
 // GNU's fatal errors: the message, then exit(EXIT_FAILURE).
 [[noreturn]] void fatal(const std::string& message) {
@@ -172,13 +173,11 @@ static_assert(sizeof(block_header) == 32);
 
 block_header* header_of(void* payload) { return static_cast<block_header*>(payload) - 1; }
 
-// The thread's def-allocator-var (0 until set: then OMP_ALLOCATOR's).
-thread_local std::uintptr_t t_default_allocator = MOTE_OMP_NULL_ALLOCATOR;
-
+// def-allocator-var of the calling thread's implicit task (0 until set:
+// then OMP_ALLOCATOR's); a region's threads start with the encountering one's.
 std::uintptr_t default_allocator() {
-  if (t_default_allocator == MOTE_OMP_NULL_ALLOCATOR)
-    t_default_allocator = globals().default_allocator;
-  return t_default_allocator;
+  const std::uintptr_t mine = mote::omp::current().def_allocator;
+  return mine == MOTE_OMP_NULL_ALLOCATOR ? globals().default_allocator : mine;
 }
 
 bool reserve(allocator_data* data, std::size_t bytes) {
@@ -320,16 +319,16 @@ extern "C" {
 // ---- ICVs of the current task ----------------------------------------------------------
 
 MOTE_GOMP_EXPORT void omp_set_num_threads(int n) {
-  thread_icvs().nthreads = n > 0 ? static_cast<unsigned>(n) : 1U;
+  writable_icvs().nthreads = n > 0 ? static_cast<unsigned>(n) : 1U;
 }
-MOTE_GOMP_EXPORT int omp_get_max_threads(void) { return static_cast<int>(thread_icvs().nthreads); }
+MOTE_GOMP_EXPORT int omp_get_max_threads(void) { return static_cast<int>(current_icvs().nthreads); }
 
-MOTE_GOMP_EXPORT void omp_set_dynamic(int on) { thread_icvs().dyn = on != 0; }
-MOTE_GOMP_EXPORT int omp_get_dynamic(void) { return thread_icvs().dyn ? 1 : 0; }
+MOTE_GOMP_EXPORT void omp_set_dynamic(int on) { writable_icvs().dyn = on != 0; }
+MOTE_GOMP_EXPORT int omp_get_dynamic(void) { return current_icvs().dyn ? 1 : 0; }
 
 // Deprecated in OpenMP 5.0: nesting is max-active-levels above 1.
 MOTE_GOMP_EXPORT void omp_set_nested(int on) {
-  mote::omp::task_icvs& icvs = thread_icvs();
+  mote::omp::task_icvs& icvs = writable_icvs();
   if (on != 0) {
     icvs.max_active_levels = mote::omp::supported_active_levels;
   } else if (icvs.max_active_levels > 1) {
@@ -337,12 +336,12 @@ MOTE_GOMP_EXPORT void omp_set_nested(int on) {
   }
 }
 MOTE_GOMP_EXPORT int omp_get_nested(void) {
-  const unsigned levels = thread_icvs().max_active_levels;
+  const unsigned levels = current_icvs().max_active_levels;
   return levels > 1 && levels > static_cast<unsigned>(mote::omp::active_level()) ? 1 : 0;
 }
 
 MOTE_GOMP_EXPORT void omp_set_schedule(int kind, int chunk) {
-  mote::omp::task_icvs& icvs = thread_icvs();
+  mote::omp::task_icvs icvs = current_icvs();
   switch (static_cast<unsigned>(kind) & ~mote::omp::sched_monotonic) {
     case MOTE_OMP_SCHED_STATIC:
       icvs.run_chunk = chunk < 1 ? 0 : chunk;
@@ -357,36 +356,39 @@ MOTE_GOMP_EXPORT void omp_set_schedule(int kind, int chunk) {
       return;  // not a schedule: ignored
   }
   icvs.run_sched = kind;
+  mote::omp::task_icvs& mine = writable_icvs();
+  mine.run_sched = icvs.run_sched;
+  mine.run_chunk = icvs.run_chunk;
 }
 MOTE_GOMP_EXPORT void omp_get_schedule(int* kind, int* chunk) {
-  const mote::omp::task_icvs& icvs = thread_icvs();
+  const mote::omp::task_icvs& icvs = current_icvs();
   *kind = icvs.run_sched;
   *chunk = icvs.run_chunk;
 }
 
 MOTE_GOMP_EXPORT int omp_get_thread_limit(void) {
-  const unsigned limit = thread_icvs().thread_limit;
+  const unsigned limit = current_icvs().thread_limit;
   return limit > static_cast<unsigned>(INT_MAX) ? INT_MAX : static_cast<int>(limit);
 }
 
 MOTE_GOMP_EXPORT void omp_set_max_active_levels(int levels) {
   if (levels < 0) return;
-  thread_icvs().max_active_levels =
+  writable_icvs().max_active_levels =
       std::min(static_cast<unsigned>(levels), mote::omp::supported_active_levels);
 }
 MOTE_GOMP_EXPORT int omp_get_max_active_levels(void) {
-  return static_cast<int>(thread_icvs().max_active_levels);
+  return static_cast<int>(current_icvs().max_active_levels);
 }
 MOTE_GOMP_EXPORT int omp_get_supported_active_levels(void) {
   return static_cast<int>(mote::omp::supported_active_levels);
 }
 
-MOTE_GOMP_EXPORT int omp_get_proc_bind(void) { return thread_icvs().bind; }
+MOTE_GOMP_EXPORT int omp_get_proc_bind(void) { return current_icvs().bind; }
 
 MOTE_GOMP_EXPORT void omp_set_default_device(int device) {
-  thread_icvs().default_device = device >= 0 ? device : 0;
+  writable_icvs().default_device = device >= 0 ? device : 0;
 }
-MOTE_GOMP_EXPORT int omp_get_default_device(void) { return thread_icvs().default_device; }
+MOTE_GOMP_EXPORT int omp_get_default_device(void) { return current_icvs().default_device; }
 
 // ---- ICVs of the whole program -------------------------------------------------------------
 
@@ -666,12 +668,11 @@ MOTE_GOMP_EXPORT void omp_destroy_allocator(mote_omp_allocator_handle_t allocato
 }
 
 MOTE_GOMP_EXPORT void omp_set_default_allocator(mote_omp_allocator_handle_t allocator) {
-  t_default_allocator =
+  mote::omp::current().def_allocator =
       allocator == MOTE_OMP_NULL_ALLOCATOR ? MOTE_OMP_DEFAULT_MEM_ALLOC : allocator;
 }
 MOTE_GOMP_EXPORT mote_omp_allocator_handle_t omp_get_default_allocator(void) {
-  return t_default_allocator == MOTE_OMP_NULL_ALLOCATOR ? globals().default_allocator
-                                                        : t_default_allocator;
+  return default_allocator();
 }
 
 MOTE_GOMP_EXPORT void* omp_aligned_alloc(std::size_t alignment, std::size_t size,

@@ -19,10 +19,12 @@
 //   so it keeps the word at "someone may" (one wake-up spent for nothing at
 //   worst).
 //
-// A nest lock adds its owner and a count. OpenMP makes the owner the task;
-// here it is the thread (the team layer runs each task of a thread to
-// completion before another on that thread's stack, so the two agree for
-// tied tasks).
+// A nest lock adds its owner and a count. The owner is the task that set it
+// (OpenMP 3.0 on): the OpenMP model's current task on the calling thread,
+// implicit, undeferred or explicit. So a task if(0) does not own its
+// parent's lock, nor does a task that the task scheduling constraint lets
+// start on top of the owner (a descendant at taskwait). The OpenMP 2.5
+// versions (OMP_1.0) keep 2.5's rule: the owner is the thread.
 //
 //   omp_lock_t l; omp_init_lock(&l);
 //   omp_set_lock(&l); ... omp_unset_lock(&l);
@@ -33,6 +35,7 @@
 
 #include "mote/detail/platform.hpp"
 #include "omp/gomp/abi.hpp"
+#include "omp/team.hpp"
 #include "wait/event_count.hpp"
 
 namespace {
@@ -107,11 +110,10 @@ void release(std::atomic<std::uint32_t>& w) {
 
 // ---- Owners ------------------------------------------------------------------------------
 
-// The calling thread, as a nest lock's owner: the address of a thread-local.
-void* this_owner() {
-  static thread_local char token;
-  return &token;
-}
+// The calling task, as a nest lock's owner: its record's address (unique
+// among the tasks that exist; a task that ends holding a nest lock is the
+// program's error, as in OpenMP).
+void* this_owner() { return mote::omp::current().task; }
 
 // The OpenMP 2.5 nest lock has no room for a pointer: its word holds the
 // owner's number (low 31 bits) and a may-sleep flag (bit 31); 0 is free.
@@ -177,9 +179,10 @@ void release_25(std::atomic<std::uint32_t>& w) {
 struct nest_lock {
   std::atomic<std::uint32_t> word;
   std::uint32_t count;  // the owner's alone
-  // Read by any thread that asks whether it owns the lock; only the owner
-  // writes its own address there, so a thread sees itself only when it is
-  // the owner (coherence: it never reads back its own older store).
+  // Read by any task that asks whether it owns the lock; only the owner
+  // writes its own address there, so a task sees itself only when it is the
+  // owner (coherence: a task runs on one thread, which never reads back its
+  // own older store).
   std::atomic<void*> owner;
 };
 static_assert(sizeof(nest_lock) <= sizeof(mote_omp_nest_lock_t) &&

@@ -1,5 +1,7 @@
 // libgomp's entry points for parallel regions, barriers, cancellation and
 // host teams, on mote's OpenMP model (src/omp/team.hpp).
+#include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -193,16 +195,26 @@ bool GOMP_cancellation_point(int which) {
   return cancelled(which);
 }
 
+int omp_get_max_teams(void);
+int omp_get_teams_thread_limit(void);
+
 // GOMP_5.0: #pragma omp teams on the host.
 void GOMP_teams_reg(void (*fn)(void*), void* data, unsigned num_teams, unsigned thread_limit, unsigned flags) {
   (void)flags;
-  mote::omp::task_icvs& icv = mote::omp::thread_icvs();
-  const mote::omp::task_icvs saved = icv;
-  if (thread_limit != 0) icv.thread_limit = thread_limit;
+  // Each team's thread-limit-var: the clause's, else teams-thread-limit-var
+  // (omp_set_teams_thread_limit, OMP_TEAMS_THREAD_LIMIT); the calling task's
+  // is restored after, as GNU's library does.
+  if (thread_limit == 0) thread_limit = static_cast<unsigned>(std::max(0, omp_get_teams_thread_limit()));
+  unsigned saved_limit = 0;
+  if (thread_limit != 0) {
+    saved_limit = mote::omp::current_icvs().thread_limit;
+    mote::omp::writable_icvs().thread_limit = thread_limit > INT_MAX ? UINT_MAX : thread_limit;
+  }
   // The league runs one team after another on the calling thread (as GNU's
   // libgomp does on the host), each team's initial thread being that thread;
-  // nteams-var (OMP_NUM_TEAMS) when num_teams is 0, else GNU's 3.
-  const int nteams_var = mote::omp::globals().num_teams;
+  // nteams-var (omp_set_num_teams, OMP_NUM_TEAMS) when num_teams is 0, else
+  // GNU's 3.
+  const int nteams_var = omp_get_max_teams();
   const unsigned n = num_teams != 0 ? num_teams : nteams_var > 0 ? static_cast<unsigned>(nteams_var) : 3;
   mote::omp::thread_state& st = mote::omp::current();
   st.num_teams = static_cast<int>(n);
@@ -212,7 +224,7 @@ void GOMP_teams_reg(void (*fn)(void*), void* data, unsigned num_teams, unsigned 
   }
   st.team_num = 0;
   st.num_teams = 1;
-  icv = saved;
+  if (thread_limit != 0) mote::omp::writable_icvs().thread_limit = saved_limit;
 }
 
 int omp_get_team_num() { return mote::omp::current().team_num; }
@@ -264,7 +276,7 @@ bool GOMP_teams4(unsigned num_teams_low, unsigned num_teams_high, unsigned threa
   (void)num_teams_high;
   mote::omp::thread_state& st = mote::omp::current();
   if (first) {
-    if (thread_limit != 0) mote::omp::thread_icvs().thread_limit = thread_limit;
+    if (thread_limit != 0) mote::omp::writable_icvs().thread_limit = thread_limit > INT_MAX ? UINT_MAX : thread_limit;
     st.num_teams = static_cast<int>(num_teams_low == 0 ? 1 : num_teams_low);
     st.team_num = 0;
     return true;
@@ -280,7 +292,7 @@ bool GOMP_teams4(unsigned num_teams_low, unsigned num_teams_high, unsigned threa
 
 void GOMP_teams(unsigned num_teams, unsigned thread_limit) {
   (void)num_teams;
-  if (thread_limit != 0) mote::omp::thread_icvs().thread_limit = thread_limit;
+  if (thread_limit != 0) mote::omp::writable_icvs().thread_limit = thread_limit > INT_MAX ? UINT_MAX : thread_limit;
 }
 
 }  // extern "C"
