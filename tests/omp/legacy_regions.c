@@ -3,7 +3,7 @@
 // GOMP_parallel_sections_start, then GOMP_parallel_end), each region checked:
 // the library must keep nothing per region once it has ended. The heap in
 // use (mallinfo2) may not grow by more than a few bytes per region over
-// 50 000 regions (a region's loop description kept to the end of the
+// 20 000 regions (a region's loop description kept to the end of the
 // program is 40 bytes and more).
 #include <malloc.h>
 #include <omp.h>
@@ -96,7 +96,7 @@ int main(void) {
   // next region) are made now.
   for (int i = 0; i < 1000; ++i) one_round(&s);
   const size_t before = mallinfo2().uordblks;
-  const int rounds = OMPT_SIZE(10000, 1000);
+  const int rounds = OMPT_SIZE(4000, 1000);
   for (int i = 0; i < rounds; ++i) one_round(&s);
   const size_t after = mallinfo2().uordblks;
   const long regions = 5L * rounds;
