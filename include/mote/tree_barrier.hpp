@@ -14,7 +14,7 @@
 // thread has left it. (Mellor-Crummey and Scott's tree barrier; XGOMP puts
 // one of this kind in place of GNU OpenMP's centralized barrier.)
 //
-// A waiting thread spins (pause, and yields on a crowded machine) for the
+// A waiting thread spins (pause, and briefly on a crowded machine) for the
 // spin window, then sleeps on the runtime's event count, so an idle team, or
 // a team of more threads than CPUs, costs no CPU. Every thread that writes
 // what another one waits for wakes it if it sleeps: its write is a seq_cst
@@ -73,8 +73,7 @@ class MOTE_API tree_barrier {
 
   // A team of n threads (n >= 1; mote::usage_error otherwise). spin: how
   // long a waiter spins before it sleeps; 0 sleeps at once. A team of more
-  // threads than the CPUs this process may use spins 2 us at most, yielding
-  // at every look.
+  // threads than the CPUs this process may use spins 2 us at most.
   explicit tree_barrier(std::size_t n, std::chrono::nanoseconds spin = default_spin);
   // Only once no thread is inside wait() or notify_waiters().
   ~tree_barrier();
@@ -131,8 +130,7 @@ class MOTE_API tree_barrier {
   std::size_t size_;
   std::int64_t spin_ns_;
   // More threads than the CPUs this process may use: a waiter spins
-  // briefly and yields at every look, since the thread it waits for may
-  // need its CPU.
+  // briefly, then sleeps, since the thread it waits for may need its CPU.
   bool crowded_;
   std::unique_ptr<detail::barrier_node[]> nodes_;
   // Threads announced or asleep in this barrier (the event count's waiter

@@ -38,11 +38,22 @@ struct alignas(cache_line) seat {
   bool busy = false;  // in a team, or reserved for one (under omp_state::mutex)
 };
 
-struct omp_state {
-  std::mutex mutex;       // the runtime's creation and growth; reservations
-  std::mutex outermost;   // one outermost region at a time (the caller seat)
+// A contention group's OpenMP runtime: the workers of the outermost region
+// that holds it (its caller seat), and of the regions nested in it. Outermost
+// regions that run at once (opened by different application threads) each
+// hold a group of their own; a group is made on demand and kept for the next
+// outermost region that finds it free.
+struct omp_group {
   std::unique_ptr<mote::runtime> rt;
   runtime_impl* impl = nullptr;
+  bool in_use = false;  // an outermost region holds it (its seat taken or about to be)
+};
+
+struct omp_state {
+  std::mutex mutex;  // the groups (taking, creating, growing them); reservations
+  // Never shrinks; the first is the runtime of runtime() and the one whose
+  // workers sit on the cores (the others' workers float: see ensure_runtime).
+  std::vector<std::unique_ptr<omp_group>> groups;
 };
 
 omp_state& state() {
@@ -55,6 +66,15 @@ omp_state& state() {
 seat& seat_of(worker& w) noexcept { return *static_cast<seat*>(w.slot(kOmpSlot)); }
 
 constinit thread_local thread_state* tls_state = nullptr;
+
+// set_region_start_hook's function. Relaxed: set before any region starts
+// (libgomp.so.1's constructor); only a code address, nothing published.
+std::atomic<void (*)()> region_start_hook{nullptr};
+
+void region_started() {
+  void (*hook)() = region_start_hook.load(std::memory_order_relaxed);
+  if (MOTE_UNLIKELY(hook != nullptr)) hook();
+}
 
 thread_state& initial_state() {
   // A thread in no region: level 0, its initial task, no team.
@@ -85,9 +105,25 @@ std::int64_t spin_ns_for_omp() {
   return -1;  // mote's default
 }
 
-// Under omp_state::mutex, with no region running (the outermost lock held):
-// a runtime of at least `want` workers (worker 0 is the caller seat).
-runtime_impl& ensure_runtime(omp_state& s, unsigned want) {
+// The most threads a team has: 64 per CPU this process may use, at least
+// 256, at most 4096 (mote's limit on a runtime's workers, core/config.cpp).
+// A team asked for more is this large (OpenMP lets a team be smaller than
+// asked); omp_get_num_threads() says how large it is. Far more workers than
+// CPUs cost mote time that grows with their square (an idle worker's look
+// visits every other worker): on 2 CPUs a region of 1024 threads took 2-4 s,
+// of 2048 threads 9-15 s, of 256 threads 0.03-0.3 s.
+unsigned max_team() {
+  static const unsigned cap = std::clamp(64 * globals().num_procs, 256u, 4096u);
+  return cap;
+}
+
+// Under omp_state::mutex, on a group that no region runs on (held by the
+// caller, or made by runtime()): a runtime of at least `want` workers (worker
+// 0 is the caller seat). `first`: the first group, whose workers mote binds
+// as usual (one per core); the others' are left to the kernel unless places
+// ask otherwise, so that groups running at once do not pile onto the same
+// cores.
+runtime_impl& ensure_runtime(omp_group& s, unsigned want, bool first) {
   if (s.impl != nullptr && s.impl->num_workers() >= want && !s.impl->orphaned()) return *s.impl;
   if (s.rt != nullptr && s.impl->orphaned()) {
     (void)s.rt.release();  // a child after fork(): its workers live in the parent
@@ -104,15 +140,24 @@ runtime_impl& ensure_runtime(omp_state& s, unsigned want) {
   const global_icvs& g = globals();
   o.stack_size = g.stacksize;  // OMP_STACKSIZE / GOMP_STACKSIZE
   if (std::getenv("MOTE_BIND") == nullptr && binds(g)) {
-    // OMP_PLACES / OMP_PROC_BIND: worker i on place i (its first CPU), as
-    // GNU's close binding puts a team's threads; thread 0, in the seat, is
-    // bound to the first place already (bind_initial_thread).
+    // OMP_PLACES / OMP_PROC_BIND: worker i on place i (its first CPU this
+    // process may use), as GNU's close binding puts a team's threads; thread
+    // 0, in the seat, is bound to the first place already
+    // (bind_initial_thread). A place with no such CPU (GOMP_CPU_AFFINITY
+    // may name any, and GNU's list keeps them) gets no worker.
     binding b;
     b.mode = binding::kind::list;
     for (const place& p : g.places) {
-      if (!p.empty()) b.cpus.push_back(p.front());
+      const auto usable = std::find_if(p.begin(), p.end(), [&g](int cpu) {
+        return std::binary_search(g.allowed_cpus.begin(), g.allowed_cpus.end(), cpu);
+      });
+      if (usable != p.end()) b.cpus.push_back(*usable);
     }
     if (!b.cpus.empty()) o.bind = b;
+  } else if (std::getenv("MOTE_BIND") == nullptr && !first) {
+    binding b;
+    b.mode = binding::kind::none;
+    o.bind = b;
   }
   // The calling thread may be bound to its place already (thread 0): the
   // runtime is made with the process's CPUs in view (mote checks the
@@ -158,6 +203,35 @@ void reserve(runtime_impl& rt, worker* self, unsigned n, std::vector<unsigned>& 
 void release(runtime_impl& rt, const std::vector<unsigned>& members) {
   std::lock_guard<std::mutex> lock(state().mutex);
   for (unsigned i : members) seat_of(rt.worker_at(i)).busy = false;
+}
+
+// Under omp_state::mutex: is rt one of the OpenMP runtimes?
+bool is_omp_runtime(const omp_state& s, const runtime_impl* rt) {
+  for (const auto& g : s.groups) {
+    if (g->impl == rt) return true;
+  }
+  return false;
+}
+
+// Under omp_state::mutex: a group for an outermost region that needs `want`
+// workers, held for it (in_use) until region_end: a free one that is large
+// enough, else a free one to grow, else a new one.
+omp_group& take_group(omp_state& s, unsigned want) {
+  omp_group* pick = nullptr;
+  for (const auto& g : s.groups) {
+    if (g->in_use) continue;
+    if (g->impl != nullptr && g->impl->num_workers() >= want && !g->impl->orphaned()) {
+      pick = g.get();
+      break;
+    }
+    if (pick == nullptr) pick = g.get();
+  }
+  if (pick == nullptr) {
+    s.groups.push_back(std::make_unique<omp_group>());
+    pick = s.groups.back().get();
+  }
+  pick->in_use = true;
+  return *pick;
 }
 
 // The ICVs a team's threads start with: the encountering task's, one level
@@ -240,6 +314,7 @@ void run_member(worker& w, team& tm, unsigned id) {
   thread_state& st = tm.threads[id];
   st.prev = saved;
   tls_state = &st;
+  region_started();
   if (tm.prologue != nullptr) tm.prologue(tm.prologue_arg);
   tm.fn(tm.data);
   end_of_region(tm, st);
@@ -298,6 +373,8 @@ thread_state& current() noexcept {
 
 void set_current(thread_state* st) noexcept { tls_state = st; }
 
+void set_region_start_hook(void (*hook)()) noexcept { region_start_hook.store(hook, std::memory_order_relaxed); }
+
 void run_as_initial_thread(void (*fn)(void*), void* arg) {
   // A fresh initial task: the initial ICVs (as GNU's host fallback, which
   // starts from the global ones), the default allocator of OMP_ALLOCATOR.
@@ -320,8 +397,10 @@ thread_state* state_in(team* tm) noexcept {
 runtime_impl& runtime() {
   omp_state& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.impl != nullptr) return *s.impl;
-  return ensure_runtime(s, std::max(1u, globals().initial.nthreads));
+  if (s.groups.empty()) s.groups.push_back(std::make_unique<omp_group>());
+  omp_group& first = *s.groups.front();
+  if (first.impl != nullptr) return *first.impl;
+  return ensure_runtime(first, std::min(max_team(), std::max(1u, globals().initial.nthreads)), true);
 }
 
 bool team_tasks_done(const team& tm) noexcept {
@@ -386,31 +465,51 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   const task_icvs& icv = current_icvs();
   unsigned n = nthreads != 0 ? nthreads : icv.nthreads;
   if (cur.active_level >= icv.max_active_levels) n = 1;
-  n = std::max(1u, std::min(n, icv.thread_limit));
+  n = std::max(1u, std::min({n, icv.thread_limit, max_team()}));
   r.cur = &cur;
 
   omp_state& s = state();
   worker* self = detail::current_worker;
-  const bool on_omp = self != nullptr && s.impl != nullptr && &self->runtime() == s.impl;
+  bool on_omp = false;
+  if (self != nullptr) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    on_omp = is_omp_runtime(s, &self->runtime());
+  }
   if (on_omp) {
-    r.rt = s.impl;
+    r.rt = &self->runtime();
   } else if (n > 1 && detail::env_num_threads().value_or(2) > 1) {
+    // An outermost region (this thread is no OpenMP worker): a contention
+    // group of its own, which it holds until region_end while other
+    // application threads' outermost regions run on theirs.
     // (MOTE_NUM_THREADS=1: the runtime would be its caller seat alone, which
     // mote::runtime refuses; every region is then a team of one, below.)
-    r.outermost = std::unique_lock<std::mutex>(s.outermost);
     {
       std::lock_guard<std::mutex> lock(s.mutex);
       // Nested regions take workers no outer team holds: room for the
-      // levels below when nesting is on (up to four, at most 64 workers).
+      // levels below when nesting is on (up to four, at most 64 workers
+      // unless the outermost team alone needs more).
       unsigned want = n;
       const unsigned levels = std::min(icv.max_active_levels, 4u);
       for (unsigned l = 1; l < levels; ++l) {
         const unsigned inner = icv.nthreads_rest_len >= l ? icv.nthreads_rest[l - 1] : n;
-        want = std::min(64u, want * std::max(1u, inner));
+        want = std::max(n, std::min(64u, want * std::max(1u, inner)));
       }
-      r.rt = &ensure_runtime(s, want);
+      omp_group& group = take_group(s, want);
+      try {
+        r.rt = &ensure_runtime(group, want, &group == s.groups.front().get());
+      } catch (...) {
+        group.in_use = false;
+        throw;
+      }
+      r.group = &group;
     }
-    r.previous = r.rt->enter_seat();
+    try {
+      r.previous = r.rt->enter_seat();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      static_cast<omp_group*>(r.group)->in_use = false;
+      throw;
+    }
     r.seated = true;
     self = &r.rt->worker_at(0);
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -479,6 +578,7 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   thread_state& st = tm.threads[0];
   st.prev = &cur;
   tls_state = &st;
+  region_started();
   if (prologue != nullptr) prologue(prologue_arg);
 }
 
@@ -508,8 +608,10 @@ void region_end(region& r) {
       seat_of(r.rt->worker_at(0)).busy = false;
     }
     r.rt->leave_seat(r.previous);
+    // The seat is free again: so is the group, for the next outermost region.
+    std::lock_guard<std::mutex> lock(s.mutex);
+    static_cast<omp_group*>(r.group)->in_use = false;
   }
-  if (r.outermost.owns_lock()) r.outermost.unlock();
 }
 
 void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigned flags) {

@@ -257,7 +257,7 @@ MOTE_API void parallel(void (*fn)(void*), void* data, unsigned nthreads, unsigne
 // thread 0 before region_begin returns); region_end is the region's end.
 struct region {
   thread_state* cur = nullptr;
-  std::unique_lock<std::mutex> outermost;
+  void* group = nullptr;  // an outermost region's contention group (team.cpp), held to its end
   detail::worker* previous = nullptr;
   detail::runtime_impl* rt = nullptr;
   bool seated = false;
@@ -267,6 +267,11 @@ struct region {
 MOTE_API void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, unsigned flags,
                            void (*prologue)(void*), void* prologue_arg);
 MOTE_API void region_end(region& r);
+// Called by every thread of a team as it starts a region (thread 0 too),
+// with its thread state and ICVs those of the region, before the region's
+// function: libgomp.so.1 sets it when OMP_DISPLAY_AFFINITY is true, before
+// any region. nullptr: nothing is called.
+MOTE_API void set_region_start_hook(void (*hook)()) noexcept;
 // The barrier of the calling thread's team (GOMP_barrier, and the implicit
 // barriers of worksharing): waits for every thread and for the team's
 // explicit tasks, running tasks meanwhile. Returns true when the region was

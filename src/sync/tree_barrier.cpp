@@ -102,10 +102,10 @@ void wake(barrier_node& n) noexcept {
 // found work) and its sleeps.
 class barrier_waiter {
  public:
-  barrier_waiter(barrier_node& self, std::atomic<std::uint32_t>& sleepers, std::int64_t spin_ns, bool crowded,
+  barrier_waiter(barrier_node& self, std::atomic<std::uint32_t>& sleepers, std::int64_t spin_ns,
                  barrier_hook poll) noexcept
       // Two pauses per look: a look is one line, and poll() if any.
-      : self_(self), sleepers_(sleepers), poll_(poll), idle_(spin_ns, 2), spins_(spin_ns > 0), crowded_(crowded) {}
+      : self_(self), sleepers_(sleepers), poll_(poll), idle_(spin_ns, 2), spins_(spin_ns > 0) {}
 
   // Returns once done() is true. done() reads what other threads publish
   // with acquire loads (it is the look L above).
@@ -117,10 +117,12 @@ class barrier_waiter {
         idle_.reset();
         continue;
       }
-      if (spins_ && idle_.spin()) {
-        if (crowded_) detail::thread_yield();
-        continue;
-      }
+      // A crowded team (more threads than CPUs) spins its short window
+      // with pauses only, then sleeps: a yield at every look handed the CPU
+      // to other processes' busy threads for whole time slices (1000
+      // barriers of 4 threads on 2 CPUs beside two busy loops: 15.8 s with
+      // yields, 0.24 s without; docs/design.md, "One way to wait").
+      if (spins_ && idle_.spin()) continue;
       if (park(done)) return;
     }
   }
@@ -158,7 +160,6 @@ class barrier_waiter {
   barrier_hook poll_;
   idle_wait idle_;
   bool spins_;
-  bool crowded_;
 };
 
 // The spin window of a team with more threads than CPUs.
@@ -203,7 +204,7 @@ void tree_barrier::wait_erased(std::size_t id, hook poll, hook ready) noexcept {
   // whatever handed the id over) read this value when it left the last
   // barrier, and nobody writes it again before this thread arrives.
   const std::uint32_t barrier = self.flags.released.load(std::memory_order_relaxed) + 1;
-  barrier_waiter waiter(self, sleepers_, spin_ns_, crowded_, poll);
+  barrier_waiter waiter(self, sleepers_, spin_ns_, poll);
 
   // Up: every child has arrived, with its subtree.
   const std::size_t first_child = id * fan_in + 1;

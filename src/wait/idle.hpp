@@ -6,9 +6,13 @@
 //  - spin: look every few `pause`s (a sub-microsecond task should not wait
 //    microseconds to be noticed), reading the clock every 16 looks;
 //  - yield the CPU every 20 us of spinning, so that a busy machine moves on;
-//    and at every look while the machine is oversubscribed (more threads that
-//    spin-wait than CPUs, or two of them pinned to one CPU), so that the
-//    thread being waited for, which may be waiting for this CPU, gets it;
+//  - while the machine is oversubscribed (more threads that spin-wait than
+//    CPUs, or two of them pinned to one CPU), spin only kCrowdedLooks looks,
+//    then park: the thread being waited for may be waiting for this CPU,
+//    and a sleep hands it over where a yield may hand it to another
+//    process's busy thread for a whole time slice (GNU's libgomp throttles
+//    its spin count the same way when it has more threads than CPUs). A wait
+//    that never parks (kNeverPark) yields at every look instead;
 //  - after the spin window, park: sleep in the event count
 //    (wait/event_count.hpp), the one primitive every wait sleeps in. A wait
 //    whose wake-up does not cover everything it watches (new stealable work
@@ -36,6 +40,8 @@ class idle_wait {
   static constexpr std::int64_t kFirstParkNs = 50'000;
   static constexpr std::int64_t kLastParkNs = 4'000'000;
   static constexpr std::int64_t kYieldEveryNs = 20'000;
+  // The looks a wait spins on a crowded machine before it parks.
+  static constexpr unsigned kCrowdedLooks = 32;
 
   // spin_ns: the spin window (kNeverPark: spin, with yields, forever).
   // pauses: `pause`s between two looks; more for looks that cost more (a
@@ -57,11 +63,12 @@ class idle_wait {
       published_ = true;
       publish_before_wait();
     }
-    if (crowded_) {
+    if (crowded_ && spin_ns_ == kNeverPark) {
       thread_yield();
     } else {
       for (int i = 0; i < pauses_; ++i) cpu_pause();
     }
+    if (crowded_ && spin_ns_ != kNeverPark && looks_ + 1 >= kCrowdedLooks) return false;
     if ((++looks_ & 15) != 0) return true;
     const std::int64_t now = now_ns();
     crowded_ = machine_oversubscribed();

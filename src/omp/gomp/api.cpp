@@ -24,6 +24,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "omp/gomp/abi.hpp"
 #include "omp/icv.hpp"
@@ -486,6 +487,31 @@ MOTE_GOMP_EXPORT void omp_display_affinity(const char* format) {
   std::fwrite(text.data(), 1, text.size(), stderr);
 }
 
+}  // extern "C"
+
+namespace mote::omp {
+
+// OMP_DISPLAY_AFFINITY: the calling thread's line (the affinity format, as
+// omp_display_affinity shows it) as it starts a region, when it differs
+// from the last line it showed at that nesting level: upon its first region,
+// and whenever what the format shows changed (the team size, the thread's
+// number, its place ...). Each thread shows its own line; the team layer
+// calls this (set_region_start_hook; init.cpp sets it).
+void display_affinity_on_change() {
+  static thread_local std::vector<std::string> shown;  // the last line, per level
+  const std::string text = capture_affinity(nullptr);
+  const auto level = static_cast<std::size_t>(mote::omp::level());
+  if (shown.size() <= level) shown.resize(level + 1);
+  if (shown[level] == text) return;
+  shown[level] = text;
+  const std::string line = text + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+}  // namespace mote::omp
+
+extern "C" {
+
 // ---- Time ------------------------------------------------------------------------------------
 
 MOTE_GOMP_EXPORT double omp_get_wtime(void) {
@@ -675,8 +701,9 @@ MOTE_GOMP_EXPORT void omp_free(void* ptr, mote_omp_allocator_handle_t /*allocato
   deallocate(ptr);
 }
 
-// The block's own allocator when `allocator` is null; the old block stays
-// when the new one cannot be had.
+// The block's own allocator when `allocator` is null (free_allocator is
+// the block's own by the spec's rule: the header says which, as GNU reads
+// it); the old block stays, as it was, when the new one cannot be had.
 MOTE_GOMP_EXPORT void* omp_realloc(void* ptr, std::size_t size,
                                    mote_omp_allocator_handle_t allocator,
                                    mote_omp_allocator_handle_t free_allocator) {
@@ -686,8 +713,50 @@ MOTE_GOMP_EXPORT void* omp_realloc(void* ptr, std::size_t size,
     return nullptr;
   }
   const block_header old = *header_of(ptr);
-  void* fresh = allocate(1, size, allocator == MOTE_OMP_NULL_ALLOCATOR ? old.allocator : allocator,
-                         false, size);
+  if (allocator == MOTE_OMP_NULL_ALLOCATOR) allocator = old.allocator;
+  // In place (malloc's realloc) when the block stays in the same allocator
+  // with no alignment beyond malloc's, before and after: a pool then counts
+  // only the difference, so a block of 3000 bytes of a 4096-byte pool can
+  // grow to 3001 (a new block beside the old one would need both).
+  allocator_data* const data = data_of(allocator);
+  const std::size_t plain = sizeof(block_header);
+  const bool old_plain = static_cast<char*>(ptr) - static_cast<char*>(old.base) == static_cast<std::ptrdiff_t>(plain);
+  std::size_t total = 0;
+  if (allocator == old.allocator && old_plain && (data == nullptr || data->alignment <= sizeof(void*)) &&
+      !__builtin_add_overflow(size, plain, &total)) {
+    // Growth is counted before the block grows, shrinking after it shrank.
+    if (total <= old.size || reserve(data, total - old.size)) {
+      void* base = std::realloc(old.base, total);
+      if (base != nullptr) {
+        if (total < old.size) unreserve(data, old.size - total);
+        void* payload = static_cast<char*>(base) + plain;
+        *header_of(payload) = block_header{base, total, allocator, nullptr};
+        return payload;
+      }
+      // realloc failed and left the old block as it was: so is its count.
+      if (total > old.size) unreserve(data, total - old.size);
+    }
+    // What the allocator cannot do in place its fallback decides, as for a
+    // new block: the default allocator (without the pool), null, abort, or
+    // the fb_data allocator.
+    if (data == nullptr) return nullptr;
+    switch (data->fallback) {
+      case MOTE_OMP_ATV_DEFAULT_MEM_FB:
+        if (!data->has_pool()) return nullptr;  // malloc itself failed
+        allocator = MOTE_OMP_DEFAULT_MEM_ALLOC;
+        break;
+      case MOTE_OMP_ATV_NULL_FB:
+        return nullptr;
+      case MOTE_OMP_ATV_ALLOCATOR_FB:
+        allocator = data->fb_data;
+        break;
+      default:
+        fatal("Out of memory allocating " + std::to_string(size) + " bytes");
+    }
+  }
+  // A new block (its allocator's fallback applies), the contents copied,
+  // the old block freed (its pool, if any, gets its bytes back).
+  void* fresh = allocate(1, size, allocator, false, size);
   if (fresh == nullptr) return nullptr;
   const std::size_t old_size =
       old.size - static_cast<std::size_t>(static_cast<char*>(ptr) - static_cast<char*>(old.base));

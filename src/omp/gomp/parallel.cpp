@@ -65,14 +65,6 @@ unsigned GOMP_sections_start(unsigned count);
 
 namespace {
 
-thread_local std::vector<std::unique_ptr<mote::omp::region>> tl_legacy_regions;
-
-void legacy_begin(void (*fn)(void*), void* data, unsigned num_threads, void (*prologue)(void*), void* arg) {
-  auto r = std::make_unique<mote::omp::region>();
-  mote::omp::region_begin(*r, fn, data, num_threads, 0, prologue, arg);
-  tl_legacy_regions.push_back(std::move(r));
-}
-
 // The loop of a GOMP_parallel_loop_*_start, entered by every thread of the
 // region before the body (GOMP_loop_start with no chunk wanted).
 struct legacy_loop {
@@ -83,13 +75,32 @@ void enter_legacy_loop(void* p) {
   (void)GOMP_loop_start(l->start, l->end, l->incr, l->sched, l->chunk, nullptr, nullptr, nullptr, nullptr);
 }
 
+// A region between GOMP_*_start and GOMP_parallel_end, with what its threads
+// read until its end (the loop's description: every thread has entered the
+// loop by then). Freed by GOMP_parallel_end.
+struct legacy_region {
+  mote::omp::region r;
+  legacy_loop loop{};
+};
+
+thread_local std::vector<std::unique_ptr<legacy_region>> tl_legacy_regions;
+
+void legacy_begin(std::unique_ptr<legacy_region> rec, void (*fn)(void*), void* data, unsigned num_threads,
+                  void (*prologue)(void*), void* arg) {
+  mote::omp::region_begin(rec->r, fn, data, num_threads, 0, prologue, arg);
+  tl_legacy_regions.push_back(std::move(rec));
+}
+
+void legacy_begin(void (*fn)(void*), void* data, unsigned num_threads, void (*prologue)(void*), void* arg) {
+  legacy_begin(std::make_unique<legacy_region>(), fn, data, num_threads, prologue, arg);
+}
+
 void legacy_loop_begin(void (*fn)(void*), void* data, unsigned num_threads, long start, long end, long incr,
                        long sched, long chunk) {
-  // The loop's description lives until the region's end (every thread has
-  // entered the loop by then).
-  static thread_local std::vector<std::unique_ptr<legacy_loop>> loops;
-  loops.push_back(std::make_unique<legacy_loop>(legacy_loop{start, end, incr, sched, chunk}));
-  legacy_begin(fn, data, num_threads, enter_legacy_loop, loops.back().get());
+  auto rec = std::make_unique<legacy_region>();
+  rec->loop = legacy_loop{start, end, incr, sched, chunk};
+  legacy_loop* loop = &rec->loop;
+  legacy_begin(std::move(rec), fn, data, num_threads, enter_legacy_loop, loop);
 }
 
 // The sections construct of a GOMP_parallel_sections_start, entered by
@@ -106,9 +117,9 @@ void GOMP_parallel_start(void (*fn)(void*), void* data, unsigned num_threads) {
 
 void GOMP_parallel_end() {
   if (tl_legacy_regions.empty()) return;
-  std::unique_ptr<mote::omp::region> r = std::move(tl_legacy_regions.back());
+  std::unique_ptr<legacy_region> rec = std::move(tl_legacy_regions.back());
   tl_legacy_regions.pop_back();
-  mote::omp::region_end(*r);
+  mote::omp::region_end(rec->r);
 }
 
 // GOMP_parallel_loop_<schedule>_start (GOMP_1.0): gcc's GFS_ codes.
