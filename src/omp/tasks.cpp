@@ -756,6 +756,10 @@ bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept {
   // freed task's address come back), run the first this thread may start,
   // and put the others back.
   omp_task* list = tm->bounced.exchange(nullptr, std::memory_order_acquire);
+  // Another thread took the stack between the look above and the exchange:
+  // nothing was seen, so `seen` stays (that thread puts back what it cannot
+  // start, and counts that as a push: see below).
+  if (list == nullptr) return false;
   omp_task* chosen = nullptr;
   omp_task* keep = nullptr;  // the others, in their order
   omp_task* keep_tail = nullptr;
@@ -792,8 +796,15 @@ bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept {
         keep_tail->next = head;
       } while (!tm->bounced.compare_exchange_weak(head, keep, std::memory_order_release, std::memory_order_relaxed));
     }
-  }
-  if (chosen == nullptr) {
+    // A push for the others: a thread that looked while this one held the
+    // stack found it empty, or took a stack without these, and must look
+    // again (relaxed: a hint, as everywhere bounced_pushes is read; the
+    // stack itself is what the park's last look reads seq_cst). This thread
+    // has seen them: its own put-back is nothing new to it.
+    const std::uint64_t after = tm->bounced_pushes.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (chosen == nullptr && seen != nullptr) *seen = after;
+    if (chosen == nullptr) return false;
+  } else if (chosen == nullptr) {
     if (seen != nullptr) *seen = pushes;
     return false;
   }
