@@ -351,6 +351,7 @@ void team_barrier(team& tm, thread_state& st) {
         std::this_thread::yield();
       }
     }
+    tm.ws_cancelled.store(false, std::memory_order_relaxed);  // relaxed: see below
   } else {
     runtime_impl& rt = self->runtime();
     // poll: tasks, only while the team has some pending (a barrier with no
@@ -360,7 +361,14 @@ void team_barrier(team& tm, thread_state& st) {
         [&rt, self, &st, &tm] {
           return !team_tasks_done(tm) && (run_bounced(st, true, nullptr) || rt.help_once(*self));
         },
-        [&tm] { return team_tasks_done(tm); });
+        [&tm] {
+          if (!team_tasks_done(tm)) return false;
+          // A cancelled worksharing construct ends at its barrier (as GNU's
+          // library clears its flag when the last thread arrives): the
+          // constructs after it run whole. Relaxed: the release publishes it.
+          tm.ws_cancelled.store(false, std::memory_order_relaxed);
+          return true;
+        });
   }
   st.in_barrier = false;
 }

@@ -86,6 +86,7 @@ struct omp_task : detail::queued_task {
   bool has_list = false;         // explicit or undeferred: takes its children back (handed)
   bool has_deps = false;         // made with dependences (counted in its parent's df_pending)
   bool detached = false;         // made with a detach clause
+  bool has_copies = false;       // its arguments hold copy-constructed objects (task_args::copies)
   int priority = 0;
   // Its data-environment ICVs (icv.cpp): icv points at them (nullptr: the
   // initial ones, globals().initial); icv_held is the block they are in when
