@@ -1132,6 +1132,10 @@ unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, u
   ctx.group.reductions = ctx.rdata;
   // Registered for the team's real size, known once it has started: by its
   // thread 0, before a barrier that every thread passes before its body.
+  // That barrier runs no task: gcc's code at the start of each thread's body
+  // (re)initialises the thread's copy, so a task run on a thread before its
+  // body started (one another thread made just after the release) would have
+  // its part overwritten. No task of the team exists before the release.
   auto trampoline = [](void* p) {
     auto& c = *static_cast<context*>(p);
     thread_state& st = current();
@@ -1140,7 +1144,7 @@ unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, u
       register_chain(c.rdata, nullptr, nullptr, c.size);
     }
     st.implicit.group = &c.group;
-    (void)barrier();
+    if (st.tm != nullptr && st.tm->n > 1) st.tm->barrier.wait(st.id);
     c.fn(c.data);
   };
   parallel(trampoline, &ctx, nthreads, flags);
