@@ -331,6 +331,34 @@ runtime_impl& runtime() {
   return ensure_runtime(s, std::max(1u, globals().initial.nthreads));
 }
 
+int pause_host() {
+  if (current().level > 0) return -1;  // as GNU's library
+  omp_state& s = state();
+  worker* const self = detail::current_worker;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    // A thread of the runtime (a target region's initial thread inside a
+    // region): its workers are in use, and a worker cannot end itself.
+    if (self != nullptr && s.impl != nullptr && &self->runtime() == s.impl) return -1;
+  }
+  // No outermost region runs meanwhile (one that another thread runs ends
+  // first), and no other is started until the workers are gone.
+  std::lock_guard<std::mutex> outer(s.outermost);
+  std::unique_ptr<mote::runtime> old;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.impl == nullptr) return 0;
+    if (s.impl->orphaned()) {
+      (void)s.rt.release();  // a child after fork(): its workers live in the parent
+    } else {
+      old = std::move(s.rt);
+    }
+    s.impl = nullptr;
+  }
+  old.reset();  // stops and joins the workers, idle between regions
+  return 0;
+}
+
 bool team_tasks_done(const team& tm) noexcept {
   // Completions first, then spawns (acquire each): a task's children are
   // counted as spawned before the task is counted complete (program order

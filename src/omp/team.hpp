@@ -308,4 +308,12 @@ MOTE_API void run_as_initial_thread(void (*fn)(void*), void* arg);
 // The OpenMP runtime (made on first use), for tests and for the front end.
 MOTE_API detail::runtime_impl& runtime();
 
+// omp_pause_resource on the host: ends the OpenMP runtime's workers (their
+// threads exit, so threadprivate data starts afresh in the next region's
+// threads, as GNU's library ends its pool's threads); the next region makes
+// a new runtime. Waits for an outermost region another thread runs. -1
+// (nothing done) inside a parallel region, or on a thread of the runtime
+// (inside a target region run on one), 0 otherwise.
+MOTE_API int pause_host();
+
 }  // namespace mote::omp
