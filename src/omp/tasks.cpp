@@ -154,6 +154,33 @@ void wake_word(std::atomic<std::uint32_t>* word) noexcept {
   if (word != nullptr) runtime_impl::wake_parked(*word);
 }
 
+// ---- Cancellation ---------------------------------------------------------------------
+//
+// As GNU's library: a worksharing construct's taskgroup (workshare) is
+// cancelled with the group that encloses it, and cancel taskgroup inside it
+// cancels that one. The flags are hints (relaxed): a task that starts just
+// after a cancel runs, as a task that started just before it does.
+
+// The group a task made now would be counted in.
+taskgroup* innermost_group(const omp_task& t) noexcept {
+  return t.open_group != nullptr ? t.open_group : t.group;
+}
+
+bool group_cancelled(const taskgroup* g) noexcept {
+  if (g == nullptr) return false;
+  if (g->cancelled.load(std::memory_order_relaxed)) return true;  // relaxed: a hint (above)
+  return g->workshare && g->enclosing != nullptr &&
+         g->enclosing->cancelled.load(std::memory_order_relaxed);  // relaxed: a hint (above)
+}
+
+// Is t's region or taskgroup cancelled (it starts no new task, and t does
+// not start when its body holds no copy-constructed objects)?
+bool region_or_group_cancelled(const team* tm, const taskgroup* g) noexcept {
+  // Relaxed: a hint (above).
+  if (tm != nullptr && tm->cancelled.load(std::memory_order_relaxed)) return true;
+  return group_cancelled(g);
+}
+
 // ---- The task scheduling constraint --------------------------------------------------
 //
 // OpenMP lets a thread start a task at a scheduling point only if it is a
@@ -457,7 +484,10 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved) noexcept {
   // Scopes made in the body are OpenMP's sibling scopes, not nested in the
   // data-flow task that may be running this body.
   detail::df_task* const df = detail::df_exchange_current_task(nullptr);
-  const bool skip = t->group != nullptr && t->group->cancelled.load(std::memory_order_relaxed);
+  // A task of a cancelled region or taskgroup does not start, but for one
+  // whose arguments hold objects its body destroys (as GNU's library).
+  const bool skip = !t->has_copies && MOTE_UNLIKELY(globals().cancellation) &&
+                    region_or_group_cancelled(t->tm, t->group);
   if (!skip) t->fn(t->arg);
   finish_scope(*t);
   close_handed(*t);
@@ -691,6 +721,7 @@ __attribute__((noinline)) void defer(const task_args& a, thread_state& st, const
   t->is_explicit = true;
   t->has_list = true;
   t->has_deps = !deps.accesses.empty();
+  t->has_copies = a.cpyfn != nullptr || a.copies;
   t->priority = (a.flags & kFlagPriority) != 0 ? a.priority : 0;
   if (detach) {
     t->detached = true;
@@ -823,11 +854,7 @@ void task(const task_args& a) {
   if (MOTE_UNLIKELY(globals().cancellation)) {
     // A cancelled region or taskgroup starts no new task (as GNU's library,
     // which makes none): not even one that would run here, undeferred.
-    const taskgroup* g = parent.open_group != nullptr ? parent.open_group : parent.group;
-    if ((st.tm != nullptr && st.tm->cancelled.load(std::memory_order_relaxed)) ||
-        (g != nullptr && g->cancelled.load(std::memory_order_relaxed))) {
-      return;
-    }
+    if (region_or_group_cancelled(st.tm, innermost_group(parent))) return;
   }
   const bool final_task = (a.flags & kFlagFinal) != 0 || parent.is_final;
   const bool detach = (a.flags & kFlagDetach) != 0;
@@ -907,8 +934,8 @@ void taskgroup_start() {
   thread_state& st = current();
   auto* g = new taskgroup();
   g->outer = st.task->open_group;
-  taskgroup* enclosing = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
-  if (enclosing != nullptr) g->reductions = enclosing->reductions;
+  g->enclosing = innermost_group(*st.task);
+  if (g->enclosing != nullptr) g->reductions = g->enclosing->reductions;
   st.task->open_group = g;
 }
 
@@ -923,16 +950,18 @@ void taskgroup_end() {
 
 bool cancel_taskgroup() {
   thread_state& st = current();
-  taskgroup* g = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
+  taskgroup* g = innermost_group(*st.task);
   if (g == nullptr) return false;
-  g->cancelled.store(true, std::memory_order_relaxed);
+  if (g->workshare && g->enclosing != nullptr) g = g->enclosing;
+  g->cancelled.store(true, std::memory_order_relaxed);  // relaxed: a hint (see "Cancellation")
   return true;
 }
 
 bool taskgroup_cancelled() noexcept {
+  // cancel parallel cancels the region's explicit tasks too (GNU's
+  // cancellation point taskgroup answers for the region as well).
   const thread_state& st = current();
-  const taskgroup* g = st.task->open_group != nullptr ? st.task->open_group : st.task->group;
-  return g != nullptr && g->cancelled.load(std::memory_order_relaxed);
+  return region_or_group_cancelled(st.tm, innermost_group(*st.task));
 }
 
 void fulfill_event(void* event) {
@@ -985,10 +1014,6 @@ namespace {
 
 // The words of gcc's registration array.
 enum : std::size_t { kCount = 0, kSize = 1, kBase = 2, kAllocator = 3, kNext = 4, kHead = 5, kEnd = 6, kEntries = 7 };
-
-taskgroup* innermost_group(thread_state& st) {
-  return st.task->open_group != nullptr ? st.task->open_group : st.task->group;
-}
 
 // Gives every block of the chain that starts at data its per-thread copies
 // (or orig's, for a worksharing construct's later threads) and links the
@@ -1048,7 +1073,7 @@ void taskgroup_reduction_unregister(std::uintptr_t* data) {
 void task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
   thread_state& st = current();
   const unsigned id = copy_index(st);
-  taskgroup* g = innermost_group(st);
+  taskgroup* g = innermost_group(*st.task);
   std::uintptr_t* data = g != nullptr ? g->reductions : nullptr;
   for (std::size_t i = 0; i < cnt; ++i) {
     const auto p = reinterpret_cast<std::uintptr_t>(ptrs[i]);
@@ -1085,7 +1110,10 @@ void task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
   }
 }
 
-void workshare_taskgroup_start() { taskgroup_start(); }
+void workshare_taskgroup_start() {
+  taskgroup_start();
+  current().task->open_group->workshare = true;
+}
 
 void workshare_reduction_register(std::uintptr_t* data, std::uintptr_t* orig) {
   thread_state& st = current();
@@ -1115,6 +1143,10 @@ unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, u
   ctx.group.reductions = ctx.rdata;
   // Registered for the team's real size, known once it has started: by its
   // thread 0, before a barrier that every thread passes before its body.
+  // That barrier runs no task: gcc's code at the start of each thread's body
+  // (re)initialises the thread's copy, so a task run on a thread before its
+  // body started (one another thread made just after the release) would have
+  // its part overwritten. No task of the team exists before the release.
   auto trampoline = [](void* p) {
     auto& c = *static_cast<context*>(p);
     thread_state& st = current();
@@ -1123,7 +1155,7 @@ unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, u
       register_chain(c.rdata, nullptr, nullptr, c.size);
     }
     st.implicit.group = &c.group;
-    (void)barrier();
+    if (st.tm != nullptr && st.tm->n > 1) st.tm->barrier.wait(st.id);
     c.fn(c.data);
   };
   parallel(trampoline, &ctx, nthreads, flags);
@@ -1201,8 +1233,9 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
       }
       static_cast<T*>(scratch)[0] = s;
       static_cast<T*>(scratch)[1] = e;
-      const task_args a{fn,        scratch, nullptr,  arg_size, arg_align, (flags & kFlagIf) != 0,
-                        flags & (kFlagFinal | kFlagPriority | kFlagUntied), nullptr, priority, nullptr};
+      task_args a{fn,        scratch, nullptr,  arg_size, arg_align, (flags & kFlagIf) != 0,
+                  flags & (kFlagFinal | kFlagPriority | kFlagUntied), nullptr, priority, nullptr};
+      a.copies = cpyfn != nullptr;  // the byte copy moves what cpyfn made
       task(a);
       s = e;
     }

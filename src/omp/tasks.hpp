@@ -22,6 +22,13 @@ struct taskgroup {
   // The waiter's park word while taskgroup_end sleeps (as omp_task::waiter).
   std::atomic<std::atomic<std::uint32_t>*> waiter{nullptr};
   std::atomic<bool> cancelled{false};
+  // A worksharing construct's group (`for reduction(task, ...)`): cancel
+  // taskgroup inside it cancels `enclosing`, and its tasks are cancelled
+  // with `enclosing` (as GNU's library does).
+  bool workshare = false;
+  // The group the opening task was counted in, or had open, when this one
+  // opened (it outlives this one), or nullptr.
+  taskgroup* enclosing = nullptr;
   // Task reductions (gcc's registration arrays, newest first, chained
   // through word 4): inherited from the enclosing group when it opens.
   std::uintptr_t* reductions = nullptr;
@@ -39,6 +46,10 @@ struct task_args {
   void** depend;
   int priority;
   void* detach;
+  // data holds objects made by a copy constructor (cpyfn, or taskloop's copy
+  // through it) whose destructors run at the end of fn: the body runs even in
+  // a cancelled taskgroup or region (as GNU's library runs it).
+  bool copies = false;
 };
 
 MOTE_API void task(const task_args& a);

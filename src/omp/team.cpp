@@ -251,15 +251,22 @@ task_icvs team_icvs(const task_icvs& enc) {
   return t;
 }
 
-// The team a thread opens at `level` + 1: kept from its last region there
-// when it has the same size and runtime (regions back to back reuse the
-// barrier, the worksharing ring and the thread states: their counters only
-// ever grow, so the sums and ring numbers carry over), else made anew. Thread
-// 0 reuses it only after every member's last access (parallel() waits).
-team& team_for(unsigned level, unsigned n, runtime_impl* rt) {
+// Regions the calling thread has open as their thread 0: they nest, so the
+// innermost is at depth tl_open_regions - 1.
+constinit thread_local unsigned tl_open_regions = 0;
+
+// The team a thread opens at depth `depth` among the regions it has open as
+// thread 0 (not the OpenMP level: a target region's initial thread is at
+// level 0 inside a region of its own thread, whose team is still in use):
+// kept from its last region there when it has the same size and runtime
+// (regions back to back reuse the barrier, the worksharing ring and the
+// thread states: their counters only ever grow, so the sums and ring numbers
+// carry over), else made anew. Thread 0 reuses it only after every member's
+// last access (parallel() waits).
+team& team_for(unsigned depth, unsigned n, runtime_impl* rt) {
   static thread_local std::vector<std::unique_ptr<team>> cache;
-  if (cache.size() <= level) cache.resize(level + 1);
-  std::unique_ptr<team>& slot = cache[level];
+  if (cache.size() <= depth) cache.resize(depth + 1);
+  std::unique_ptr<team>& slot = cache[depth];
   if (slot == nullptr || slot->n != n || slot->rt != rt) {
     slot = std::make_unique<team>(n, rt != nullptr ? rt->spin_ns() : -1);
     slot->rt = rt;
@@ -403,6 +410,34 @@ runtime_impl& runtime() {
   return ensure_runtime(first, std::min(max_team(), std::max(1u, globals().initial.nthreads)), true);
 }
 
+int pause_host() {
+  if (current().level > 0) return -1;  // as GNU's library
+  omp_state& s = state();
+  worker* const self = detail::current_worker;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    // A thread of the runtime (a target region's initial thread inside a
+    // region): its workers are in use, and a worker cannot end itself.
+    if (self != nullptr && s.impl != nullptr && &self->runtime() == s.impl) return -1;
+  }
+  // No outermost region runs meanwhile (one that another thread runs ends
+  // first), and no other is started until the workers are gone.
+  std::lock_guard<std::mutex> outer(s.outermost);
+  std::unique_ptr<mote::runtime> old;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.impl == nullptr) return 0;
+    if (s.impl->orphaned()) {
+      (void)s.rt.release();  // a child after fork(): its workers live in the parent
+    } else {
+      old = std::move(s.rt);
+    }
+    s.impl = nullptr;
+  }
+  old.reset();  // stops and joins the workers, idle between regions
+  return 0;
+}
+
 bool team_tasks_done(const team& tm) noexcept {
   // Completions first, then spawns (acquire each): a task's children are
   // counted as spawned before the task is counted complete (program order
@@ -430,6 +465,7 @@ void team_barrier(team& tm, thread_state& st) {
         std::this_thread::yield();
       }
     }
+    tm.ws_cancelled.store(false, std::memory_order_relaxed);  // relaxed: see below
   } else {
     runtime_impl& rt = self->runtime();
     // poll: tasks, only while the team has some pending (a barrier with no
@@ -439,7 +475,14 @@ void team_barrier(team& tm, thread_state& st) {
         [&rt, self, &st, &tm] {
           return !team_tasks_done(tm) && (run_bounced(st, true, nullptr) || rt.help_once(*self));
         },
-        [&tm] { return team_tasks_done(tm); });
+        [&tm] {
+          if (!team_tasks_done(tm)) return false;
+          // A cancelled worksharing construct ends at its barrier (as GNU's
+          // library clears its flag when the last thread arrives): the
+          // constructs after it run whole. Relaxed: the release publishes it.
+          tm.ws_cancelled.store(false, std::memory_order_relaxed);
+          return true;
+        });
   }
   st.in_barrier = false;
 }
@@ -519,22 +562,23 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   }
   runtime_impl* rt = r.rt;
 
-  if (rt != nullptr && n > 1) {
+  if (rt != nullptr && n > 1 && cur.tm != nullptr && icv.thread_limit < 0xffffffffu) {
     // thread-limit-var bounds the threads of the whole contention group:
-    // the ones already in teams count (the caller among them).
+    // the ones already in teams count (the caller among them). An outermost
+    // region of its thread (an initial thread's, a target region's on the
+    // host) starts from a group of one: n is bounded already.
     std::unique_lock<std::mutex> lock(s.mutex);
     unsigned busy = 0;
     for (unsigned i = 0; i < rt->num_workers(); ++i) busy += seat_of(rt->worker_at(i)).busy ? 1 : 0;
     lock.unlock();
-    if (icv.thread_limit < 0xffffffffu) {
-      const unsigned room = icv.thread_limit > busy ? icv.thread_limit - busy : 0;
-      n = std::min(n, 1 + room);
-    }
-    if (n > 1) reserve(*rt, self, n, r.members);
+    const unsigned room = icv.thread_limit > busy ? icv.thread_limit - busy : 0;
+    n = std::min(n, 1 + room);
   }
+  if (rt != nullptr && n > 1) reserve(*rt, self, n, r.members);
   n = 1 + static_cast<unsigned>(r.members.size());
 
-  team& tm = team_for(cur.level, n, rt);
+  team& tm = team_for(tl_open_regions, n, rt);
+  ++tl_open_regions;
   r.tm = &tm;
   tm.level = cur.level + 1;
   tm.active_level = cur.active_level + (n > 1 ? 1 : 0);
@@ -588,6 +632,7 @@ void region_end(region& r) {
   thread_state& st = tm.threads[0];
   end_of_region(tm, st);
   tls_state = r.cur;
+  --tl_open_regions;  // (the team is reused only by this thread's next region at this depth)
 
   // Every member's last access (the acquire pairs with its release), and
   // every outside thread's (a stolen task's end, an event's fulfilment).

@@ -86,6 +86,7 @@ struct omp_task : detail::queued_task {
   bool has_list = false;         // explicit or undeferred: takes its children back (handed)
   bool has_deps = false;         // made with dependences (counted in its parent's df_pending)
   bool detached = false;         // made with a detach clause
+  bool has_copies = false;       // its arguments hold copy-constructed objects (task_args::copies)
   int priority = 0;
   // Its data-environment ICVs (icv.cpp): icv points at them (nullptr: the
   // initial ones, globals().initial); icv_held is the block they are in when
@@ -311,5 +312,13 @@ MOTE_API void run_as_initial_thread(void (*fn)(void*), void* arg);
 
 // The OpenMP runtime (made on first use), for tests and for the front end.
 MOTE_API detail::runtime_impl& runtime();
+
+// omp_pause_resource on the host: ends the OpenMP runtime's workers (their
+// threads exit, so threadprivate data starts afresh in the next region's
+// threads, as GNU's library ends its pool's threads); the next region makes
+// a new runtime. Waits for an outermost region another thread runs. -1
+// (nothing done) inside a parallel region, or on a thread of the runtime
+// (inside a target region run on one), 0 otherwise.
+MOTE_API int pause_host();
 
 }  // namespace mote::omp

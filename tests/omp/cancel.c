@@ -2,7 +2,8 @@
 // (GOMP_cancel, GOMP_cancellation_point, GOMP_barrier_cancel,
 // GOMP_loop_end_cancel, GOMP_sections_end_cancel), with cancellation
 // enabled (OMP_CANCELLATION=true) and disabled (unset: every cancel and
-// cancellation point is ignored).
+// cancellation point is ignored). A cancelled loop's cancellation ends with
+// it: the constructs after it run whole.
 //
 //   cancel on    OMP_CANCELLATION=true must be in force
 //   cancel off   OMP_CANCELLATION must be unset (or false)
@@ -168,6 +169,61 @@ static void cancel_for(void) {
   }
 }
 
+// A cancelled loop ends with its own end: the loops and sections after it
+// in the same region, whose cancel constructs do not fire (each is also a
+// cancellation point), run whole. The first loop's schedule is static, as
+// gcc computes it inline: no loop entry point runs between the two loops.
+static void constructs_after_cancelled_loop(void) {
+  enum { kN = 1000 };
+  volatile int never = 0;
+  int first = 0, static_after = 0, dynamic_after = 0, sections_after = 0;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (int i = 0; i < kN; ++i) {
+#pragma omp cancel for if (i == 0)
+#pragma omp atomic
+      first++;
+    }
+#pragma omp for schedule(static)
+    for (int i = 0; i < kN; ++i) {
+#pragma omp cancel for if (never)
+#pragma omp atomic
+      static_after++;
+    }
+#pragma omp for schedule(dynamic, 8)
+    for (int i = 0; i < kN; ++i) {
+#pragma omp cancel for if (never)
+#pragma omp atomic
+      dynamic_after++;
+    }
+#pragma omp sections
+    {
+#pragma omp section
+      {
+#pragma omp cancel sections if (never)
+#pragma omp atomic
+        sections_after++;
+      }
+#pragma omp section
+      {
+#pragma omp cancel sections if (never)
+#pragma omp atomic
+        sections_after++;
+      }
+    }
+  }
+  if (enabled) {
+    CHECK(first < kN, "cancel for: all %d iterations of the cancelled loop ran", kN);
+  } else {
+    CHECK(first == kN, "cancellation disabled: %d iterations of %d ran", first, kN);
+  }
+  CHECK(static_after == kN && dynamic_after == kN && sections_after == 2,
+        "after a cancelled loop: a static loop ran %d of %d iterations, a dynamic one %d, "
+        "sections %d of 2",
+        static_after, kN, dynamic_after, sections_after);
+}
+
 static void cancel_sections(void) {
   int went_on = 0, passed = 0;
 #pragma omp parallel num_threads(2)
@@ -203,6 +259,7 @@ int main(int argc, char** argv) {
     cancel_at_barrier();
     cancel_at_worksharing_end();
     cancel_for();
+    constructs_after_cancelled_loop();
     cancel_sections();
   }
   // A region after the cancelled ones is whole again.

@@ -4,7 +4,9 @@
 // do, running ones leave at their next cancellation point, and the group
 // ends; with cancellation disabled (OMP_CANCELLATION unset) every task runs.
 // A parallel search that cancels when it finds its target still returns
-// the right answer.
+// the right answer. A worksharing loop's taskgroup (for reduction(task))
+// is cancelled with the taskgroup around it, and cancel taskgroup in its
+// tasks cancels that one, as GNU's library does.
 //
 //   cancel_taskgroup on    OMP_CANCELLATION=true must be in force
 //   cancel_taskgroup off   OMP_CANCELLATION must be unset (or false)
@@ -77,6 +79,81 @@ static void cancel_then_create(int before, int after) {
   CHECK(next_ran == 50, "the taskgroup after a cancelled one ran %d of 50 tasks", next_ran);
 }
 
+// A worksharing loop with a task reduction opens a taskgroup of its own on
+// each thread (GOMP_loop_start with reductions). Its tasks belong to the
+// taskgroup around the loop as well: when that one is cancelled, they do not
+// start (the loop's iterations still run).
+static void workshare_group_in_cancelled_group(void) {
+  int sum = 0, loop_tasks = 0, later_tasks = 0;
+#pragma omp parallel
+#pragma omp taskgroup
+  {
+    // Undeferred: each thread's taskgroup is cancelled before it goes on.
+#pragma omp task if (0)
+    {
+#pragma omp cancel taskgroup
+    }
+#pragma omp for reduction(task, + : sum)
+    for (int i = 0; i < 64; ++i) {
+      sum += 1;
+#pragma omp task in_reduction(+ : sum) shared(loop_tasks)
+      {
+        sum += 100;
+        __atomic_fetch_add(&loop_tasks, 1, __ATOMIC_RELAXED);
+      }
+    }
+#pragma omp task shared(later_tasks)
+    __atomic_fetch_add(&later_tasks, 1, __ATOMIC_RELAXED);
+  }
+  int threads = omp_get_max_threads();
+  if (enabled) {
+    CHECK(loop_tasks == 0 && sum == 64,
+          "in a cancelled taskgroup, %d tasks of a for reduction(task) loop ran (sum %d, 64 "
+          "expected)",
+          loop_tasks, sum);
+    CHECK(later_tasks == 0, "%d tasks made in cancelled taskgroups ran", later_tasks);
+  } else {
+    CHECK(loop_tasks == 64 && sum == 64 * 101 && later_tasks >= 1 && later_tasks <= threads,
+          "cancellation disabled: %d of 64 loop tasks ran (sum %d), %d later ones", loop_tasks, sum,
+          later_tasks);
+  }
+}
+
+// cancel taskgroup in a task of such a loop cancels the taskgroup around the
+// loop (the loop's own taskgroup is not what the program names): the tasks
+// its thread makes there after the loop do not start.
+static void cancel_from_workshare_group(void) {
+  int sum = 0, later_tasks = 0;
+#pragma omp parallel
+#pragma omp taskgroup
+  {
+    int ran_iterations = 0;
+#pragma omp for reduction(task, + : sum)
+    for (int i = 0; i < 64; ++i) {
+      sum += 1;
+      ran_iterations = 1;
+#pragma omp task in_reduction(+ : sum)
+      {
+        sum += 0;
+#pragma omp cancel taskgroup
+      }
+    }
+    // This thread's loop tasks are complete (the loop's taskgroup has ended):
+    // one of them at least cancelled this thread's taskgroup, if it made any.
+#pragma omp task firstprivate(ran_iterations) shared(later_tasks)
+    if (ran_iterations) __atomic_fetch_add(&later_tasks, 1, __ATOMIC_RELAXED);
+  }
+  CHECK(sum == 64, "for reduction(task, +): %d, 64 expected", sum);
+  if (enabled) {
+    CHECK(later_tasks == 0,
+          "cancel taskgroup in a for reduction(task) loop's task: %d tasks made after the loop in "
+          "the taskgroup around it ran",
+          later_tasks);
+  } else {
+    CHECK(later_tasks >= 1, "cancellation disabled: no task made after the loop ran");
+  }
+}
+
 // Tasks look for the one index whose value is the target; the finder
 // cancels the rest. The answer is right whether or not the rest ran.
 static void search(int n, int target_index) {
@@ -121,6 +198,8 @@ int main(int argc, char** argv) {
         getenv("OMP_CANCELLATION") ? getenv("OMP_CANCELLATION") : "(unset)");
   for (int rep = 0; rep < OMPT_SIZE(10, 3); ++rep) {
     cancel_then_create(20 + rep % 7, 500);
+    workshare_group_in_cancelled_group();
+    cancel_from_workshare_group();
     search(OMPT_SIZE(20000, 5000), (rep * 7919) % OMPT_SIZE(20000, 5000));
   }
   puts("cancel_taskgroup: ok");

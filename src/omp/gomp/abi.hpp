@@ -216,6 +216,26 @@ typedef struct mote_omp_alloctrait {
 #define GOMP_DEVICE_ICV (-1)           /* the default-device-var ICV */
 #define GOMP_DEVICE_HOST_FALLBACK (-2) /* run on the host */
 
+/* GOMP_target_ext's `kinds`: the map kind in the low byte, log2 of the
+   alignment above it. FIRSTPRIVATE: hostaddrs[i] points at sizes[i] bytes the
+   region gets a copy of (FIRSTPRIVATE_INT: the value itself, passed in
+   hostaddrs[i]). */
+#define GOMP_MAP_KIND_MASK 0xffu
+#define GOMP_MAP_ALIGN_SHIFT 8
+#define GOMP_MAP_FIRSTPRIVATE 12
+#define GOMP_MAP_FIRSTPRIVATE_INT 13
+
+/* GOMP_target_ext's `args`: a null-terminated array of words, each naming a
+   device (low 7 bits; 0: all), an argument (bits 8-15) and, when bit 7 is
+   clear, its value (bits 16 and up); when set, the value is the next word. */
+#define GOMP_TARGET_ARG_DEVICE_MASK ((1 << 7) - 1)
+#define GOMP_TARGET_ARG_DEVICE_ALL 0
+#define GOMP_TARGET_ARG_SUBSEQUENT_PARAM (1 << 7)
+#define GOMP_TARGET_ARG_ID_MASK (((1 << 8) - 1) << 8)
+#define GOMP_TARGET_ARG_NUM_TEAMS (1 << 8)
+#define GOMP_TARGET_ARG_THREAD_LIMIT (2 << 8)
+#define GOMP_TARGET_ARG_VALUE_SHIFT 16
+
 #ifdef __cplusplus
 }  // extern "C"
 

@@ -527,15 +527,14 @@ MOTE_GOMP_EXPORT double omp_get_wtick(void) {
 
 // ---- Pausing ----------------------------------------------------------------------------------
 
-// Refused inside a parallel region (as GNU's); elsewhere there is nothing to
-// release that mote's idle workers do not release by sleeping.
+// As GNU's library, a soft and a hard pause alike end the threads of the
+// OpenMP runtime (the next region starts new ones); refused inside a
+// parallel region (team.hpp, pause_host).
 MOTE_GOMP_EXPORT int omp_pause_resource(int /*kind*/, int device) {
   if (device != kInitialDevice) return -1;
-  return mote::omp::level() > 0 ? -1 : 0;
+  return mote::omp::pause_host();
 }
-MOTE_GOMP_EXPORT int omp_pause_resource_all(int /*kind*/) {
-  return mote::omp::level() > 0 ? -1 : 0;
-}
+MOTE_GOMP_EXPORT int omp_pause_resource_all(int /*kind*/) { return mote::omp::pause_host(); }
 
 // ---- Devices ------------------------------------------------------------------------------------
 

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
-#include <cstdint>
 
 #include "omp/gomp/abi.hpp"
 #include "omp/icv.hpp"
@@ -239,17 +241,110 @@ int omp_get_ancestor_thread_num(int level) { return mote::omp::ancestor_thread_n
 int omp_get_team_size(int level) { return mote::omp::team_size(level); }
 int omp_in_parallel() { return mote::omp::in_parallel() ? 1 : 0; }
 
+}  // extern "C"
+
 // ---- Target constructs, on the host (there is no offload device) -------------
 // A target region runs on the encountering thread as a fresh initial
-// thread would (level 0, no team), as GNU's host fallback does; the data
-// constructs have nothing to move. Dependences are met first; a nowait
-// region runs at once (it may: it is then an undeferred task).
+// thread would (level 0, no team, its own contention group), as GNU's host
+// fallback does: on copies of its firstprivate data, with the thread_limit
+// clause as its thread-limit-var. The data constructs have nothing to move.
+// Dependences are met first; a nowait region runs at once (it may: it is
+// then an undeferred task).
+
+namespace {
+
+// The region's firstprivate data (map kind GOMP_MAP_FIRSTPRIVATE): one block
+// holding a copy of each, each at the alignment its kind names; hostaddrs is
+// pointed at the copies, so that the region's writes stay in them.
+struct firstprivate_copies {
+  void* memory = nullptr;
+  std::size_t align = 1;
+
+  firstprivate_copies(std::size_t mapnum, void** hostaddrs, const std::size_t* sizes,
+                      const unsigned short* kinds) {
+    const auto copied = [&](std::size_t i) {
+      return (kinds[i] & GOMP_MAP_KIND_MASK) == GOMP_MAP_FIRSTPRIVATE && hostaddrs[i] != nullptr;
+    };
+    const auto align_of = [&](std::size_t i) {
+      return std::size_t{1} << (kinds[i] >> GOMP_MAP_ALIGN_SHIFT);
+    };
+    std::size_t bytes = 0;
+    bool any = false;
+    for (std::size_t i = 0; i < mapnum; ++i) {
+      if (!copied(i)) continue;
+      any = true;
+      align = std::max(align, align_of(i));
+      bytes = (bytes + align_of(i) - 1) / align_of(i) * align_of(i) + sizes[i];
+    }
+    if (!any) return;
+    memory =
+        ::operator new(std::max<std::size_t>(bytes, 1), std::align_val_t{align}, std::nothrow);
+    if (memory == nullptr) {
+      std::fprintf(stderr,
+                   "mote: out of memory for the %zu bytes of a target region's firstprivate data\n",
+                   bytes);
+      std::abort();
+    }
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < mapnum; ++i) {
+      if (!copied(i)) continue;
+      at = (at + align_of(i) - 1) / align_of(i) * align_of(i);
+      void* copy = static_cast<char*>(memory) + at;
+      std::memcpy(copy, hostaddrs[i], sizes[i]);
+      hostaddrs[i] = copy;
+      at += sizes[i];
+    }
+  }
+  ~firstprivate_copies() {
+    if (memory != nullptr) ::operator delete(memory, std::align_val_t{align});
+  }
+  firstprivate_copies(const firstprivate_copies&) = delete;
+  firstprivate_copies& operator=(const firstprivate_copies&) = delete;
+};
+
+// The thread_limit clause from GOMP_target_ext's args (for every device), as
+// thread-limit-var holds it: 0 when there is none (or the host cannot know it).
+unsigned target_thread_limit(void* const* args) {
+  if (args == nullptr) return 0;
+  while (*args != nullptr) {
+    const auto id = reinterpret_cast<std::intptr_t>(*args++);
+    std::intptr_t value = id >> GOMP_TARGET_ARG_VALUE_SHIFT;
+    if ((id & GOMP_TARGET_ARG_SUBSEQUENT_PARAM) != 0)
+      value = reinterpret_cast<std::intptr_t>(*args++);
+    if ((id & GOMP_TARGET_ARG_DEVICE_MASK) != GOMP_TARGET_ARG_DEVICE_ALL) continue;
+    if ((id & GOMP_TARGET_ARG_ID_MASK) != GOMP_TARGET_ARG_THREAD_LIMIT) continue;
+    if (value <= 0) return 0;
+    return value > INT_MAX ? UINT_MAX : static_cast<unsigned>(value);
+  }
+  return 0;
+}
+
+struct target_region {
+  void (*fn)(void*);
+  void** hostaddrs;
+  unsigned thread_limit;
+};
+
+// The region's initial task: the initial ICVs, and the thread_limit clause's.
+void run_target_region(void* p) {
+  const auto& r = *static_cast<const target_region*>(p);
+  if (r.thread_limit != 0) mote::omp::writable_icvs().thread_limit = r.thread_limit;
+  r.fn(r.hostaddrs);
+}
+
+}  // namespace
+
+extern "C" {
 
 void GOMP_target_ext(int device, void (*fn)(void*), std::size_t mapnum, void** hostaddrs, std::size_t* sizes,
                      unsigned short* kinds, unsigned flags, void** depend, void** args) {
-  (void)device, (void)mapnum, (void)sizes, (void)kinds, (void)flags, (void)args;
+  (void)device, (void)flags;
+  // The copies first: firstprivate takes the values the construct met, not
+  // those after its dependences are met.
+  const firstprivate_copies copies(mapnum, hostaddrs, sizes, kinds);
   if (depend != nullptr) mote::omp::taskwait_depend(depend);
-  mote::omp::run_as_initial_thread(fn, hostaddrs);
+  target_region region{fn, hostaddrs, target_thread_limit(args)};
+  mote::omp::run_as_initial_thread(&run_target_region, &region);
 }
 
 void GOMP_target(int device, void (*fn)(void*), const void* unused, std::size_t mapnum, void** hostaddrs,
