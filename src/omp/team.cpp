@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -414,27 +415,36 @@ int pause_host() {
   if (current().level > 0) return -1;  // as GNU's library
   omp_state& s = state();
   worker* const self = detail::current_worker;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    // A thread of the runtime (a target region's initial thread inside a
-    // region): its workers are in use, and a worker cannot end itself.
-    if (self != nullptr && s.impl != nullptr && &self->runtime() == s.impl) return -1;
-  }
-  // No outermost region runs meanwhile (one that another thread runs ends
-  // first), and no other is started until the workers are gone.
-  std::lock_guard<std::mutex> outer(s.outermost);
-  std::unique_ptr<mote::runtime> old;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.impl == nullptr) return 0;
-    if (s.impl->orphaned()) {
-      (void)s.rt.release();  // a child after fork(): its workers live in the parent
-    } else {
-      old = std::move(s.rt);
+  std::vector<std::unique_ptr<mote::runtime>> old;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      // A thread of an OpenMP runtime (a target region's initial thread
+      // inside a region): its workers are in use, and a worker cannot end
+      // itself.
+      if (self != nullptr && is_omp_runtime(s, &self->runtime())) return -1;
+      // Outermost regions that other threads run end first: no group is
+      // held when the runtimes are taken. A region that starts after this
+      // finds its group empty and makes a new runtime (new threads, fresh
+      // threadprivate data), as after GNU's pause.
+      const bool held = std::any_of(s.groups.begin(), s.groups.end(),
+                                    [](const std::unique_ptr<omp_group>& g) { return g->in_use; });
+      if (!held) {
+        for (const auto& g : s.groups) {
+          if (g->impl == nullptr) continue;
+          if (g->impl->orphaned()) {
+            (void)g->rt.release();  // a child after fork(): its workers live in the parent
+          } else {
+            old.push_back(std::move(g->rt));
+          }
+          g->impl = nullptr;
+        }
+        break;
+      }
     }
-    s.impl = nullptr;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  old.reset();  // stops and joins the workers, idle between regions
+  old.clear();  // stops and joins the workers, idle between regions
   return 0;
 }
 
