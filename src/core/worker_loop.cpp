@@ -17,6 +17,14 @@ namespace mote::detail {
 bool runtime_impl::help_once(worker& self) noexcept {
   // An attached source is polled between tasks once its interval has passed.
   if (MOTE_UNLIKELY(source_.attached())) source_.poll_if_due();
+  // Urgent tasks before the worker's own pool, whose newest-first order
+  // would leave them under the tasks readied after them.
+  if (MOTE_UNLIKELY(urgent_waiting())) {
+    if (task* t = take_urgent()) {
+      self.run_task(t, nullptr);
+      return true;
+    }
+  }
   if (task* t = self.pool().pop_any()) {
     self.run_task(t, nullptr);
     return true;
@@ -76,6 +84,9 @@ bool runtime_impl::rescue(worker& self, std::int64_t now) noexcept {
 }
 
 bool runtime_impl::work_visible_else_ask(worker& self, bool* stranded, bool* others_awake) noexcept {
+  // seq_cst, both counts: the look of the event count's pair with their
+  // stores (schedule_urgent, inject).
+  if (urgent_count_.load(std::memory_order_seq_cst) != 0) return true;
   if (inject_count_.load(std::memory_order_seq_cst) != 0) return true;
   // The policy's queue, then the models' work (seq_cst loads that pair
   // with their publication of work: scheduler::visible, model_hooks::visible).
