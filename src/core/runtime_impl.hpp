@@ -58,6 +58,16 @@ class runtime_impl {
   // nothing else.
   void submit(queued_task* t);
 
+  // Pins the workers that have threads of their own onto cpus, in turn (the
+  // first thread's worker on cpus[0], wrapping around), as a binding list
+  // given at creation would have: worker_cpus() reports them, and the
+  // spinner registry counts them there. False, changing nothing, when the
+  // runtime's binding was chosen (runtime_options::bind, MOTE_BIND), cpus
+  // is empty, or the kernel refused a CPU (the workers pinned before it
+  // stay moved; worker_cpus() says where each is). Not while a thread
+  // outside the runtime hands it work (wake_one reads the CPUs).
+  bool place_workers(const std::vector<int>& cpus);
+
   // ---- The caller seat (runtime_options::caller_seat) ---------------------
   // The calling thread becomes worker 0 until leave_seat(): it runs tasks,
   // waits and is woken as that worker. Returns the worker the thread was
@@ -186,8 +196,9 @@ class runtime_impl {
   // Sleeps until notify_one(), unless work is visible or the runtime stops.
   // True when the sleep was timed because another worker held private tasks
   // (*stranded_timeout_ns, which doubles) or was awake: the caller should
-  // then rescue() what may be stranded.
-  bool park(worker& self, std::int64_t* stranded_timeout_ns) noexcept;
+  // then rescue() what may be stranded. *for_source: the attached source's
+  // sleep_ns bounded the sleep (the caller polls once, then parks again).
+  bool park(worker& self, std::int64_t* stranded_timeout_ns, bool* for_source) noexcept;
   // Wakes one sleeping worker, or else cancels one announcement (that worker
   // looks again instead of sleeping). Never spends a wake-up on a worker that
   // is already awake or already woken.
@@ -218,6 +229,8 @@ class runtime_impl {
   std::uint64_t generation_;  // the fork generation it was created in
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<os_thread> threads_;
+  // Orders a worker's own pinning as it starts against place_workers().
+  std::mutex placement_mutex_;
 
   // Injection queue: rare (one entry per external call or outside spawn), so
   // a mutex is the right tool. A list linked through queued_task::next,
