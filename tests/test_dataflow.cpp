@@ -1651,6 +1651,155 @@ TEST(DataflowEvents, ATaskThatThrowsAfterOpeningAnEventFailsWhenItIsFulfilled) {
   EXPECT_TRUE(other_ran);
 }
 
+// An event failed (a transfer that did not complete): its task fails as a
+// task that throws does, whether the failure comes after the body returned
+// or before.
+TEST(DataflowEvents, AFailedEventFailsItsTask) {
+  mote::runtime rt(workers(2));
+  for (const bool inside : {false, true}) {
+    long x = 0, y = 0;
+    bool successor_ran = false, other_ran = false, body_went_on = false;
+    std::thread late;
+    mote::dataflow df(rt);
+    df.spawn(mote::out(x), [&] {
+      auto ev = mote::dataflow_event::open();
+      if (inside) {
+        ev.fail(std::make_exception_ptr(std::range_error("transfer failed")));
+        body_went_on = true;  // the task fails when the body returns
+      } else {
+        late = std::thread([ev = std::move(ev)]() mutable {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // widens the window only
+          ev.fail(std::make_exception_ptr(std::range_error("transfer failed")));
+        });
+      }
+    });
+    df.spawn(mote::in(x), [&] { successor_ran = true; });  // skipped
+    df.spawn(mote::out(y), [&] { other_ran = true; });
+    try {
+      df.wait();
+      ADD_FAILURE() << "the scope's wait did not throw";
+    } catch (const std::range_error& e) {
+      EXPECT_STREQ(e.what(), "transfer failed");
+    }
+    if (late.joinable()) late.join();
+    EXPECT_FALSE(successor_ran) << (inside ? "inside" : "after");
+    EXPECT_TRUE(other_ran);
+    EXPECT_EQ(body_went_on, inside);
+  }
+  // Misuse: an empty handle, a null exception (the event stays open).
+  mote::dataflow_event empty;
+  EXPECT_THROW(empty.fail(std::make_exception_ptr(std::runtime_error("x"))), mote::usage_error);
+  mote::dataflow df(rt);
+  long z = 0;
+  bool null_refused = false;
+  df.spawn(mote::out(z), [&] {
+    auto ev = mote::dataflow_event::open();
+    try {
+      ev.fail(nullptr);
+    } catch (const mote::usage_error&) {
+      null_refused = static_cast<bool>(ev);
+    }
+    ev.fulfill();
+  });
+  df.wait();
+  EXPECT_TRUE(null_refused);
+}
+
+// ---- Priorities --------------------------------------------------------------------------
+
+namespace {
+
+// Where each task ran in a scope on one worker: the order of their starts.
+struct start_order {
+  std::atomic<int> next{0};
+  int take() { return next.fetch_add(1, std::memory_order_relaxed); }
+};
+
+}  // namespace
+
+// A ready task with a priority runs before ordinary tasks readied after it
+// (which the worker's pool would run first, newest first), higher
+// priorities first, equal ones in the order they became ready; under both
+// scheduler policies.
+TEST(DataflowPriority, ReadyTasksWithAPriorityRunFirstHighestFirst) {
+  for (const auto policy : {mote::scheduler_policy::work_stealing, mote::scheduler_policy::delegation}) {
+    mote::runtime_options o = workers(1);
+    o.scheduler = policy;
+    mote::runtime rt(o);
+    constexpr int kPlain = 100;
+    start_order order;
+    int p1 = -1, p5 = -1, p3 = -1, p3b = -1;
+    std::vector<int> plain(kPlain, -1);
+    rt.run([&] {
+      mote::dataflow df;
+      df.spawn(mote::priority(1), [&] { p1 = order.take(); });
+      df.spawn(mote::priority(5), [&] { p5 = order.take(); });
+      df.spawn(mote::priority(3), [&] { p3 = order.take(); });
+      for (int i = 0; i < kPlain; ++i) df.spawn([&, i] { plain[i] = order.take(); });
+      df.spawn(mote::priority(3), [&] { p3b = order.take(); });
+      df.wait();
+    });
+    const bool stealing = policy == mote::scheduler_policy::work_stealing;
+    EXPECT_EQ(p5, 0) << (stealing ? "steal" : "delegation");
+    EXPECT_EQ(p3, 1);
+    EXPECT_EQ(p3b, 2);
+    EXPECT_EQ(p1, 3);
+    EXPECT_EQ(*std::min_element(plain.begin(), plain.end()), 4);
+  }
+}
+
+// A task with a priority gives it to the tasks it directly depends on: the
+// task that feeds it runs before the ordinary tasks readied with it.
+TEST(DataflowPriority, WhatFeedsATaskWithAPriorityRunsFirstToo) {
+  mote::runtime rt(workers(1));
+  constexpr int kReaders = 200;
+  start_order order;
+  int x = 0, y = 0, feeder = -1, fed = -1;
+  std::vector<int> readers(kReaders, -1);
+  rt.run([&] {
+    mote::dataflow df;
+    df.spawn(mote::out(x), [&] { x = 1; });
+    df.spawn(mote::in(x), mote::out(y), [&] {
+      feeder = order.take();
+      y = x + 1;
+    });
+    for (int i = 0; i < kReaders; ++i) df.spawn(mote::in(x), [&, i] { readers[i] = order.take(); });
+    df.spawn(mote::priority(2), mote::in(y), [&] {
+      fed = order.take();
+      EXPECT_EQ(y, 2);
+    });
+    df.wait();
+  });
+  EXPECT_EQ(feeder, 0);
+  EXPECT_EQ(fed, 1);
+  EXPECT_EQ(*std::min_element(readers.begin(), readers.end()), 2);
+}
+
+// The priority's range: negative is a usage_error naming it, above 255 is
+// 255; spawn_accesses takes one too.
+TEST(DataflowPriority, RangeAndSpawnAccesses) {
+  try {
+    (void)mote::priority(-1);
+    ADD_FAILURE() << "a negative priority was accepted";
+  } catch (const mote::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("mote::priority(-1)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(mote::priority(300).value, 255);
+  EXPECT_EQ(mote::priority(0).value, 0);
+  mote::runtime rt(workers(1));
+  start_order order;
+  int first = -1, a = 0;
+  std::vector<int> plain(50, -1);
+  rt.run([&] {
+    mote::dataflow df;
+    const std::vector<mote::access> acc = {mote::out(a)};
+    df.spawn_accesses(mote::priority(1), acc, [&] { first = order.take(); });
+    for (int i = 0; i < 50; ++i) df.spawn([&, i] { plain[i] = order.take(); });
+    df.wait();
+  });
+  EXPECT_EQ(first, 0);
+}
+
 // ---- Locality and the throttle ---------------------------------------------------------
 
 namespace {

@@ -24,12 +24,14 @@
 #include <memory>
 #include <new>
 #include <span>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "mote/detail/dataflow_records.hpp"
 #include "mote/detail/worker.hpp"
+#include "mote/error.hpp"
 #include "mote/runtime.hpp"
 #include "mote/task_group.hpp"
 #include "mote/trace.hpp"
@@ -211,6 +213,32 @@ df_access_desc describe(const A& a) noexcept {
 
 }  // namespace detail
 
+// A data-flow task's priority, as OpenMP's `priority` clause gives one: a
+// hint that the task should run before ready tasks of lower priority. Passed
+// first to dataflow::spawn. 0 (the default) is an ordinary task; a ready task
+// with a priority above 0 goes to the runtime's urgent list, which every
+// worker looks at before its own pool (higher priorities first, then in the
+// order they became ready), instead of onto the readying worker's pool,
+// whose newest-first order would leave it under the tasks readied after it.
+// It also raises the tasks it directly depends on (the last task before it
+// on each region it names) to its priority, so that what feeds it is not
+// left behind either; one level only. Under MOTE_SCHEDULER=delegation the
+// urgent list is the same and is looked at before the delegation queue. A
+// negative priority is a usage_error; above 255 counts as 255 (as OpenMP
+// caps priorities at omp_get_max_task_priority()). mote::mpi gives the tasks
+// that call iwait (and so those that feed them) priority 1 by itself.
+//
+//   df.spawn(mote::priority(1), mote::in(row), [&] { send(row); });   // before the tiles
+struct priority {
+  explicit priority(int p) : value(p < 0 ? bad(p) : static_cast<std::uint8_t>(p > 255 ? 255 : p)) {}
+  std::uint8_t value;
+
+ private:
+  [[noreturn]] static std::uint8_t bad(int p) {
+    throw usage_error("mote::priority(" + std::to_string(p) + "): a task's priority is 0 or more");
+  }
+};
+
 // Where a scope's ready tasks go (dataflow::set_locality; docs/dataflow.md,
 // "Locality").
 enum class dataflow_locality : std::uint8_t {
@@ -278,6 +306,12 @@ class MOTE_API dataflow {
   //   df.spawn(mote::in(a), mote::in(b), mote::out(c), [&] { c = a + b; });
   template <class... Args>
   void spawn(Args&&... args);
+  // With a priority first (mote::priority): the same task, run before ready
+  // tasks of lower priority.
+  //
+  //   df.spawn(mote::priority(1), mote::out(halo), [&] { post_receive(halo); });
+  template <class... Args>
+  void spawn(priority p, Args&&... args);
 
   // The same with accesses known only at run time (no reductions):
   //
@@ -285,6 +319,8 @@ class MOTE_API dataflow {
   //   df.spawn_accesses(acc, [&] { c = a; });
   template <class F>
   void spawn_accesses(std::span<const access> accesses, F&& f);
+  template <class F>
+  void spawn_accesses(priority p, std::span<const access> accesses, F&& f);
 
   // Waits until every task spawned so far has finished (or was skipped),
   // combines the reductions, and rethrows the first task exception. The scope
@@ -322,7 +358,9 @@ class MOTE_API dataflow {
 
  private:
   template <class F, class... A>
-  void spawn_record(F&& f, const detail::df_access_desc* descs, std::uint32_t n);
+  void spawn_record(F&& f, const detail::df_access_desc* descs, std::uint32_t n, std::uint8_t prio);
+  template <class... Args>
+  void spawn_with(std::uint8_t prio, Args&&... args);
   void construct();
   std::exception_ptr finish_wait(task_group_status* status);
 
@@ -381,6 +419,15 @@ class MOTE_API dataflow_event {
   // body's return, whichever comes later) ends the task on this thread.
   // Fulfilling an empty handle is a usage_error.
   void fulfill();
+  // Fulfils it as failed: the task fails as a task that throws e does (its
+  // successors are skipped, e reaches the scope's wait unless another
+  // exception came first), once its body has returned and its other events
+  // are fulfilled. For a transfer that did not complete (mote::mpi binds a
+  // failed request's error to its task this way). An empty handle or a null
+  // e is a usage_error.
+  //
+  //   if (status.MPI_ERROR != MPI_SUCCESS) ev.fail(std::make_exception_ptr(my_error(status)));
+  void fail(std::exception_ptr e);
   explicit operator bool() const noexcept { return task_ != nullptr; }
 
  private:
@@ -389,7 +436,7 @@ class MOTE_API dataflow_event {
 };
 
 template <class F, class... A>
-void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uint32_t n) {
+void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uint32_t n, std::uint8_t prio) {
   using record = detail::df_record<std::decay_t<F>, std::decay_t<A>...>;
   detail::worker* w = detail::current_worker;
   const void* what;
@@ -416,6 +463,8 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
   t->body = &record::run_body;
   t->trace_what = what;
   t->trace_named = named;
+  // Relaxed: the record is private until df_register publishes it.
+  t->priority.store(prio, std::memory_order_relaxed);
   try {
     detail::df_register(*this, t, descs, n);
   } catch (...) {
@@ -427,26 +476,42 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
 
 template <class... Args>
 void dataflow::spawn(Args&&... args) {
+  spawn_with(0, std::forward<Args>(args)...);
+}
+
+template <class... Args>
+void dataflow::spawn(priority p, Args&&... args) {
+  spawn_with(p.value, std::forward<Args>(args)...);
+}
+
+template <class... Args>
+void dataflow::spawn_with(std::uint8_t prio, Args&&... args) {
   static_assert(sizeof...(Args) >= 1, "mote::dataflow::spawn: the callable is missing");
   auto all = std::forward_as_tuple(std::forward<Args>(args)...);
   constexpr std::size_t n = sizeof...(Args) - 1;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     static_assert((detail::is_access_arg_v<std::tuple_element_t<I, std::tuple<Args...>>> && ...),
                   "mote::dataflow::spawn: every argument but the last must be an access "
-                  "(mote::in, out, inout, commutative, concurrent, reduction)");
+                  "(mote::in, out, inout, commutative, concurrent, reduction); a mote::priority "
+                  "comes first");
     using last = std::tuple_element_t<n, std::tuple<Args...>>;
     if constexpr (n == 0) {
-      spawn_record<last>(static_cast<last&&>(std::get<n>(all)), nullptr, 0);
+      spawn_record<last>(static_cast<last&&>(std::get<n>(all)), nullptr, 0, prio);
     } else {
       const detail::df_access_desc descs[n] = {detail::describe(std::get<I>(all))...};
       spawn_record<last, std::decay_t<std::tuple_element_t<I, std::tuple<Args...>>>...>(
-          static_cast<last&&>(std::get<n>(all)), descs, static_cast<std::uint32_t>(n));
+          static_cast<last&&>(std::get<n>(all)), descs, static_cast<std::uint32_t>(n), prio);
     }
   }(std::make_index_sequence<n>{});
 }
 
 template <class F>
 void dataflow::spawn_accesses(std::span<const access> accesses, F&& f) {
+  spawn_accesses(priority(0), accesses, std::forward<F>(f));
+}
+
+template <class F>
+void dataflow::spawn_accesses(priority p, std::span<const access> accesses, F&& f) {
   constexpr std::size_t kOnStack = 16;
   detail::df_access_desc small[kOnStack];
   std::unique_ptr<detail::df_access_desc[]> big;
@@ -461,7 +526,7 @@ void dataflow::spawn_accesses(std::span<const access> accesses, F&& f) {
     }
     descs[i] = {accesses[i], nullptr, nullptr};
   }
-  spawn_record<F>(std::forward<F>(f), descs, static_cast<std::uint32_t>(accesses.size()));
+  spawn_record<F>(std::forward<F>(f), descs, static_cast<std::uint32_t>(accesses.size()), p.value);
 }
 
 }  // namespace mote

@@ -233,6 +233,11 @@ class MOTE_API task_group {
   // The group_cancel_epoch at which the parents were last found not cancelled.
   mutable std::atomic<std::uint32_t> seen_epoch_{0};
   std::atomic<bool> waiting_{false};  // a wait() is in progress
+  // The owner's wait goes through the runtime's look (help_once) between
+  // tasks while it asks for that (urgent tasks, a work source to poll): a
+  // data-flow scope's group, whose tasks may have priorities or wait for a
+  // source. Other groups keep the plain loop. Set before the first spawn.
+  bool helps_runtime_ = false;
   // The shared count's version at the end of the last wait: the destructor
   // compares it to tell whether anything was spawned from elsewhere since.
   std::uint64_t waited_version_ = 0;
@@ -264,6 +269,9 @@ struct group_access {
   static void record_exception_only(task_group& g, std::exception_ptr e) noexcept {
     g.record_exception_only(std::move(e));
   }
+  // Makes g's owner wait through the runtime's look while it asks for that
+  // (task_group::helps_runtime_). Before g's first spawn.
+  static void set_helps_runtime(task_group& g) noexcept { g.helps_runtime_ = true; }
   // Counts one task into g that will be handed to the scheduler later (a
   // data-flow task that waits for its inputs), exactly as spawn() counts one.
   // Returns whether it was counted in the owner's private count: then the

@@ -25,8 +25,10 @@ struct cache_info {
   std::vector<int> cpus;         // os indices of the allowed CPUs that share it
 };
 
-// Topology of the allowed CPUs. `system()` detects once (hwloc when mote was
-// built with it, else sysfs) and caches the result.
+// Topology of the allowed CPUs. `system()` detects once per affinity mask of
+// the calling thread (hwloc when mote was built with it, else sysfs) and
+// caches the result: a thread whose mask was narrowed (mote::mpi places an
+// MPI rank on its share of the node) sees the narrower machine.
 //
 //   const mote::topology& t = mote::topology::system();
 //   std::printf("%d cores, %zu cpus, from %s\n", t.num_cores, t.cpus.size(), t.source.c_str());

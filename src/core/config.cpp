@@ -257,10 +257,12 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
   if (options.bind) {
     bind = *options.bind;
     bind_name = "runtime_options::bind";
+    cfg.bind_chosen = true;
     bind_text = bind.to_string();
   } else if (const auto env = read_env("MOTE_BIND")) {
     bind = binding::parse(*env, "MOTE_BIND");
     bind_name = "MOTE_BIND";
+    cfg.bind_chosen = true;
     bind_text = *env;
   } else {
     bind.mode = binding::kind::cores;

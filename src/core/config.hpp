@@ -26,6 +26,7 @@ struct resolved_config {
   std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;
   bool caller_seat = false;               // runtime_options::caller_seat: worker 0 has no thread
+  bool bind_chosen = false;               // runtime_options::bind or MOTE_BIND (not the default)
   std::size_t stack_size = 0;             // runtime_options::stack_size: bytes per worker (0: default)
   bool stats = false;                     // MOTE_STATS=1
   bool adaptive = false;                  // join's: runtime_options::adaptive, MOTE_ADAPTIVE=1

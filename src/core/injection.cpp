@@ -55,6 +55,59 @@ task* runtime_impl::take_injected() noexcept {
   return t;
 }
 
+void runtime_impl::schedule_urgent(queued_task* t, std::uint32_t priority) noexcept {
+  {
+    // As inject(): the mutex guards a few pointer writes.
+    std::lock_guard<std::mutex> lock(urgent_mutex_);
+    // Relaxed: the task waits here, unseen by anyone but this list's users,
+    // whose mutex orders it; its `state` (join's alone) holds the priority.
+    t->state.store(priority, std::memory_order_relaxed);
+    t->next = nullptr;
+    if (urgent_tail_ == nullptr) {
+      urgent_head_ = urgent_tail_ = t;
+    } else if (urgent_tail_->state.load(std::memory_order_relaxed) >= priority) {
+      urgent_tail_->next = t;  // the common case: no higher than the last
+      urgent_tail_ = t;
+    } else {
+      // After every task of its priority or higher: a walk over the few
+      // urgent tasks that wait.
+      queued_task** at = &urgent_head_;
+      while ((*at)->state.load(std::memory_order_relaxed) >= priority) at = &(*at)->next;
+      t->next = *at;
+      *at = t;
+    }
+    ++urgent_size_;
+    // seq_cst, under the lock: pairs with park()'s announcement as the
+    // injection count's store does.
+    urgent_count_.store(urgent_size_, std::memory_order_seq_cst);
+    // Relaxed, under the lock: a hint for the group owners' loops.
+    if (urgent_size_ == 1) attention_.fetch_or(kAttentionUrgent, std::memory_order_relaxed);
+  }
+  notify_one();
+}
+
+task* runtime_impl::take_urgent() noexcept {
+  queued_task* t = nullptr;
+  bool more = false;
+  {
+    std::lock_guard<std::mutex> lock(urgent_mutex_);
+    t = urgent_head_;
+    if (t == nullptr) return nullptr;
+    urgent_head_ = t->next;
+    if (urgent_head_ == nullptr) urgent_tail_ = nullptr;
+    --urgent_size_;
+    more = urgent_head_ != nullptr;
+    // seq_cst, as in schedule_urgent().
+    urgent_count_.store(urgent_size_, std::memory_order_seq_cst);
+    // Relaxed, under the lock: as in schedule_urgent().
+    if (urgent_size_ == 0) attention_.fetch_and(~kAttentionUrgent, std::memory_order_relaxed);
+  }
+  // Relaxed: the word goes back to being join's unused field.
+  t->state.store(task::kRunning, std::memory_order_relaxed);
+  if (more) notify_one();
+  return t;
+}
+
 void submit_and_wait(runtime_impl& rt, external_task& t) {
   rt.submit(&t);
   worker* w = current_worker;

@@ -39,6 +39,9 @@ class os_thread {
   os_thread(const os_thread&) = delete;
   ~os_thread() = default;  // a thread never joined is left running (a child after fork())
 
+  // The thread's handle (pthread_setaffinity_np); valid until join().
+  pthread_t native() const noexcept { return id_; }
+
   void join() noexcept {
     if (joinable_) pthread_join(id_, nullptr);
     joinable_ = false;

@@ -1,4 +1,7 @@
 // A runtime's creation and destruction, and the public facade.
+#include <pthread.h>
+#include <sched.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -94,6 +97,33 @@ std::vector<int> runtime_impl::spinner_cpus() const {
   cpus.resize(workers_.size(), -1);
   if (first_thread() != 0 && !cpus.empty()) cpus.erase(cpus.begin());
   return cpus;
+}
+
+bool runtime_impl::place_workers(const std::vector<int>& cpus) {
+  if (config_.bind_chosen || cpus.empty()) return false;
+  std::lock_guard<std::mutex> lock(placement_mutex_);
+  const std::vector<int> before = spinner_cpus();
+  bool all = true;
+  for (unsigned i = first_thread(), k = 0; i < workers_.size(); ++i, ++k) {
+    const int cpu = cpus[k % cpus.size()];
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      all = false;
+      break;
+    }
+    CPU_SET(cpu, &set);
+    // A thread that has not reached its own pinning yet reads the new CPU
+    // under the mutex when it does.
+    if (pthread_setaffinity_np(threads_[i - first_thread()].native(), sizeof set, &set) != 0) {
+      all = false;
+      break;
+    }
+    config_.worker_cpus[i] = cpu;
+  }
+  unregister_spinners(before);
+  register_spinners(spinner_cpus());
+  return all;
 }
 
 worker* runtime_impl::enter_seat() {

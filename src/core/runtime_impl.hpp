@@ -58,6 +58,16 @@ class runtime_impl {
   // nothing else.
   void submit(queued_task* t);
 
+  // Pins the workers that have threads of their own onto cpus, in turn (the
+  // first thread's worker on cpus[0], wrapping around), as a binding list
+  // given at creation would have: worker_cpus() reports them, and the
+  // spinner registry counts them there. False, changing nothing, when the
+  // runtime's binding was chosen (runtime_options::bind, MOTE_BIND), cpus
+  // is empty, or the kernel refused a CPU (the workers pinned before it
+  // stay moved; worker_cpus() says where each is). Not while a thread
+  // outside the runtime hands it work (wake_one reads the CPUs).
+  bool place_workers(const std::vector<int>& cpus);
+
   // ---- The caller seat (runtime_options::caller_seat) ---------------------
   // The calling thread becomes worker 0 until leave_seat(): it runs tasks,
   // waits and is woken as that worker. Returns the worker the thread was
@@ -76,7 +86,8 @@ class runtime_impl {
   bool orphaned() const noexcept;
   void check_not_orphaned() const;
 
-  // Finds one task for `self` and runs it: the newest of its own pool (the
+  // Finds one task for `self` and runs it: an urgent task (schedule_urgent),
+  // else the newest of its own pool (the
   // task_group tasks it spawned), else one from the scheduler policy's own
   // queue (delegation's ready queue), else injected work (it has waited
   // longest), else the models' work (open parallel loops), else a steal from
@@ -97,6 +108,36 @@ class runtime_impl {
   // work-stealing policy when a worker's pool is full). Links t in: never
   // allocates. Any thread.
   void inject(queued_task* t) noexcept;
+
+  // ---- Urgent tasks: a ready data-flow task with a priority --------------
+  // Hands t, a ready task with priority > 0, to the runtime's urgent list,
+  // which every worker looks at before its own pool (help_once, a group
+  // owner's wait, park()'s last look): higher priorities first, equal ones
+  // in the order they came. Wakes a worker. Links t in through `next`, and
+  // keeps the priority in its `state` word (join's alone otherwise) while it
+  // waits: never allocates. Any thread, both policies.
+  void schedule_urgent(queued_task* t, std::uint32_t priority) noexcept;
+  // The first urgent task, or nullptr; passes a wake-up on when more wait.
+  task* take_urgent() noexcept;
+  // Relaxed: a hint (the mutex in take_urgent orders the task); a stale
+  // zero delays the pick-up to the next look, which park()'s seq_cst look
+  // covers before any sleep.
+  bool urgent_waiting() const noexcept { return urgent_count_.load(std::memory_order_relaxed) != 0; }
+  // Should a worker's own tight loop (a group owner taking back its pool)
+  // go through help_once instead: urgent tasks wait, or a source is
+  // attached whose polls must go on between tasks. One relaxed load of a
+  // word that only those events write (a stale answer delays the switch
+  // by one task).
+  bool wants_help_once() const noexcept { return attention_.load(std::memory_order_relaxed) != 0; }
+  // A work source was attached (true) or detached: wants_help_once() says
+  // so from now on. Relaxed read-modify-writes: a hint, see there.
+  void note_source(bool attached) noexcept {
+    if (attached) {
+      attention_.fetch_or(kAttentionSource, std::memory_order_relaxed);
+    } else {
+      attention_.fetch_and(~kAttentionSource, std::memory_order_relaxed);
+    }
+  }
 
   // ---- Waking idle workers, for the models ------------------------------
   // Is any worker parked or about to park? seq_cst: the notifier's half of
@@ -155,8 +196,9 @@ class runtime_impl {
   // Sleeps until notify_one(), unless work is visible or the runtime stops.
   // True when the sleep was timed because another worker held private tasks
   // (*stranded_timeout_ns, which doubles) or was awake: the caller should
-  // then rescue() what may be stranded.
-  bool park(worker& self, std::int64_t* stranded_timeout_ns) noexcept;
+  // then rescue() what may be stranded. *for_source: the attached source's
+  // sleep_ns bounded the sleep (the caller polls once, then parks again).
+  bool park(worker& self, std::int64_t* stranded_timeout_ns, bool* for_source) noexcept;
   // Wakes one sleeping worker, or else cancels one announcement (that worker
   // looks again instead of sleeping). Never spends a wake-up on a worker that
   // is already awake or already woken.
@@ -187,6 +229,8 @@ class runtime_impl {
   std::uint64_t generation_;  // the fork generation it was created in
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<os_thread> threads_;
+  // Orders a worker's own pinning as it starts against place_workers().
+  std::mutex placement_mutex_;
 
   // Injection queue: rare (one entry per external call or outside spawn), so
   // a mutex is the right tool. A list linked through queued_task::next,
@@ -198,6 +242,23 @@ class runtime_impl {
   queued_task* inject_tail_ = nullptr;
   std::size_t inject_size_ = 0;
   std::atomic<std::size_t> inject_count_{0};
+
+  // Urgent tasks (schedule_urgent), by priority, then in arrival order:
+  // linked through queued_task::next, under urgent_mutex_. urgent_count_ is
+  // written under the mutex (seq_cst: the publication park()'s last look
+  // pairs with) and read without it; on a line of its own, which only
+  // urgent tasks' comings and goings write.
+  std::mutex urgent_mutex_;
+  queued_task* urgent_head_ = nullptr;
+  queued_task* urgent_tail_ = nullptr;
+  std::size_t urgent_size_ = 0;
+  alignas(cache_line) std::atomic<std::size_t> urgent_count_{0};
+  // wants_help_once()'s answer, beside the count (both written only when
+  // urgent tasks come and go, or a source is attached or detached): a
+  // source is attached, urgent tasks wait.
+  static constexpr std::uint32_t kAttentionSource = 1;
+  static constexpr std::uint32_t kAttentionUrgent = 2;
+  std::atomic<std::uint32_t> attention_{0};
 
   // The scheduler policy, chosen at start (make_scheduler).
   std::unique_ptr<scheduler> policy_;

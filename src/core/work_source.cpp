@@ -3,6 +3,8 @@
 // while something outside the runtime completes.
 #include "core/work_source.hpp"
 
+#include <algorithm>
+
 #include "mote/error.hpp"
 #include "mote/runtime.hpp"
 #include "mote/trace.hpp"
@@ -14,6 +16,8 @@ namespace mote::detail {
 namespace {
 // Calls to poll_if_due on this thread since it last read the clock.
 constinit thread_local unsigned tl_checks __attribute__((tls_model("initial-exec"))) = 0;
+// poll_after_task(): the next poll_if_due on this thread polls.
+constinit thread_local bool tl_poll_soon __attribute__((tls_model("initial-exec"))) = false;
 }  // namespace
 
 work_source* work_source_slot::enter() noexcept {
@@ -40,7 +44,19 @@ bool work_source_slot::poll(work_source* s, bool busy) noexcept {
   return s->poll(s->ctx, busy);
 }
 
+void work_source_slot::poll_soon() noexcept { tl_poll_soon = true; }
+
 void work_source_slot::poll_if_due() noexcept {
+  if (MOTE_UNLIKELY(tl_poll_soon)) {
+    // The task just run started a transfer: poll now, as a busy worker.
+    tl_poll_soon = false;
+    tl_checks = 0;
+    if (work_source* s = enter()) {
+      (void)poll(s, true);
+      leave();
+    }
+    return;
+  }
   if (++tl_checks < kCheckEvery) return;
   tl_checks = 0;
   work_source* s = enter();
@@ -62,23 +78,14 @@ std::int64_t work_source_slot::sleep_limit_ns() noexcept {
   if (!attached()) return -1;
   work_source* s = enter();
   if (s == nullptr) return -1;
-  const std::int64_t limit = s->pending(s->ctx) ? s->interval_ns : -1;
+  const std::int64_t limit = s->sleep_ns(s->ctx);
   leave();
-  return limit;
-}
-
-std::int64_t work_source_slot::interval_ns() noexcept {
-  if (!attached()) return -1;
-  work_source* s = enter();
-  if (s == nullptr) return -1;
-  const std::int64_t interval = s->interval_ns;
-  leave();
-  return interval;
+  return limit < 0 ? -1 : std::max<std::int64_t>(limit, 1);
 }
 
 void work_source_slot::attach(work_source* s) {
-  if (s == nullptr || s->poll == nullptr || s->pending == nullptr || s->interval_ns <= 0) {
-    throw usage_error("mote::detail::attach_work_source: the source needs poll, pending and an interval > 0");
+  if (s == nullptr || s->poll == nullptr || s->sleep_ns == nullptr || s->interval_ns <= 0) {
+    throw usage_error("mote::detail::attach_work_source: the source needs poll, sleep_ns and an interval > 0");
   }
   work_source* expected = nullptr;
   // Release: the source's fields (and what ctx points to) are complete for a
@@ -100,9 +107,30 @@ void work_source_slot::detach(work_source* s) noexcept {
   std::atomic_thread_fence(std::memory_order_acquire);
 }
 
-void attach_work_source(runtime& rt, work_source* s) { runtime_access::impl(rt).source().attach(s); }
+void attach_work_source(runtime& rt, work_source* s) {
+  runtime_impl& impl = runtime_access::impl(rt);
+  impl.source().attach(s);
+  impl.note_source(true);
+}
 
-void detach_work_source(runtime& rt, work_source* s) noexcept { runtime_access::impl(rt).source().detach(s); }
+void detach_work_source(runtime& rt, work_source* s) noexcept {
+  runtime_impl& impl = runtime_access::impl(rt);
+  impl.source().detach(s);
+  impl.note_source(impl.source().attached());
+}
+
+void source_work_added(runtime& rt) noexcept {
+  // The event count's notifier half: the caller's publication was seq_cst,
+  // and notify_one's look at the sleepers is a seq_cst load.
+  runtime_access::impl(rt).notify_one();
+}
+
+bool place_workers(runtime& rt, const std::vector<int>& cpus) { return runtime_access::impl(rt).place_workers(cpus); }
+
+void poll_after_task() noexcept {
+  worker* w = current_worker;
+  if (w != nullptr && w->runtime().source().attached()) work_source_slot::poll_soon();
+}
 
 void help_until(worker& w, bool (*done)(const void* ctx) noexcept, const void* ctx, unsigned trace_what) noexcept {
   if (done(ctx)) return;
@@ -117,9 +145,9 @@ void help_until(worker& w, bool (*done)(const void* ctx) noexcept, const void* c
     }
     if (idle.spin()) continue;
     // Nothing wakes this sleep when a source's work completes (the poll that
-    // sees it may be our own, after the sleep): at most the interval.
-    const std::int64_t interval = rt.source().interval_ns();
-    const std::int64_t timeout = interval > 0 ? interval : idle.next_park_timeout();
+    // sees it may be our own, after the sleep): at most the source's sleep.
+    const std::int64_t limit = rt.source().sleep_limit_ns();
+    const std::int64_t timeout = limit > 0 ? limit : idle.next_park_timeout();
     ++w.stats().wait_parks;
     if (MOTE_UNLIKELY(w.instrumented())) w.note_park(true);
     rt.park_waiting(w, done, ctx, timeout);

@@ -27,12 +27,13 @@ class work_source_slot {
   // An idle worker, after the models' work and before stealing: polls. True
   // when the poll made progress (the worker then looks for tasks again).
   bool poll_idle() noexcept;
-  // The last look before a worker sleeps: the interval when the source has
+  // The last look before a worker sleeps: the source's sleep_ns when it has
   // work outstanding (the sleep must end to poll again), else -1 (sleep until
-  // woken).
+  // woken, as without a source).
   std::int64_t sleep_limit_ns() noexcept;
-  // The interval to sleep at most inside help_until, or -1 without a source.
-  std::int64_t interval_ns() noexcept;
+
+  // poll_after_task(): the calling worker's next poll_if_due() polls.
+  static void poll_soon() noexcept;
 
   void attach(work_source* s);
   void detach(work_source* s) noexcept;

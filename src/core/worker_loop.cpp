@@ -17,6 +17,14 @@ namespace mote::detail {
 bool runtime_impl::help_once(worker& self) noexcept {
   // An attached source is polled between tasks once its interval has passed.
   if (MOTE_UNLIKELY(source_.attached())) source_.poll_if_due();
+  // Urgent tasks before the worker's own pool, whose newest-first order
+  // would leave them under the tasks readied after them.
+  if (MOTE_UNLIKELY(urgent_waiting())) {
+    if (task* t = take_urgent()) {
+      self.run_task(t, nullptr);
+      return true;
+    }
+  }
   if (task* t = self.pool().pop_any()) {
     self.run_task(t, nullptr);
     return true;
@@ -76,6 +84,9 @@ bool runtime_impl::rescue(worker& self, std::int64_t now) noexcept {
 }
 
 bool runtime_impl::work_visible_else_ask(worker& self, bool* stranded, bool* others_awake) noexcept {
+  // seq_cst, both counts: the look of the event count's pair with their
+  // stores (schedule_urgent, inject).
+  if (urgent_count_.load(std::memory_order_seq_cst) != 0) return true;
   if (inject_count_.load(std::memory_order_seq_cst) != 0) return true;
   // The policy's queue, then the models' work (seq_cst loads that pair
   // with their publication of work: scheduler::visible, model_hooks::visible).
@@ -100,8 +111,9 @@ bool runtime_impl::work_visible_else_ask(worker& self, bool* stranded, bool* oth
   return found;
 }
 
-bool runtime_impl::park(worker& self, std::int64_t* stranded_timeout_ns) noexcept {
+bool runtime_impl::park(worker& self, std::int64_t* stranded_timeout_ns, bool* for_source) noexcept {
   std::atomic<std::uint32_t>& word = self.park_word();
+  *for_source = false;
   // A waiter_slot of the event count (wait/event_count.hpp has the argument):
   // announce, then the last look for work and for stop_, against
   // notify_one()'s and the destructor's seq_cst publication and look. The
@@ -128,7 +140,8 @@ bool runtime_impl::park(worker& self, std::int64_t* stranded_timeout_ns) noexcep
     // awake, the sleep ends after that last one at the latest: the request
     // protocol's relaxed looks may miss tasks made private just after this
     // look. Only a runtime whose workers all sleep sleeps without a bound.
-    std::int64_t limit = source_.sleep_limit_ns();
+    const std::int64_t source_limit = source_.sleep_limit_ns();
+    std::int64_t limit = source_limit;
     std::int64_t watch = -1;
     if (stranded) {
       watch = *stranded_timeout_ns;
@@ -137,6 +150,9 @@ bool runtime_impl::park(worker& self, std::int64_t* stranded_timeout_ns) noexcep
       watch = idle_wait::kLastParkNs;
     }
     if (watch >= 0 && (limit < 0 || watch < limit)) limit = watch;
+    // The source's sleep bounds this one: poll once after it, then sleep
+    // again (the caller skips the spin window).
+    *for_source = source_limit >= 0 && limit == source_limit;
     if (limit >= 0) untimed_done(self);
     const bool slept = limit >= 0 ? waiter_slot::commit_for(word, limit) : waiter_slot::commit(word, [&] {
       ++self.stats().parks;
@@ -237,8 +253,13 @@ void runtime_impl::wake_all() noexcept {
 
 void runtime_impl::worker_main(unsigned index) {
   worker& self = *workers_[index];
-  const int cpu = config_.worker_cpus.empty() ? -1 : config_.worker_cpus[index];
-  if (cpu >= 0) pin_current_thread(cpu);
+  {
+    // Against place_workers(): either it sees this thread and pins it, or
+    // this reads the CPU it chose.
+    std::lock_guard<std::mutex> lock(placement_mutex_);
+    const int cpu = config_.worker_cpus.empty() ? -1 : config_.worker_cpus[index];
+    if (cpu >= 0) pin_current_thread(cpu);
+  }
   current_worker = &self;
   // The models' per-thread state (a worker's assistant).
   models_.thread_begin(self);
@@ -248,6 +269,11 @@ void runtime_impl::worker_main(unsigned index) {
   idle_wait idle(spin_ns_);
   std::int64_t idle_from = 0;
   std::int64_t stranded_timeout = split_deque::kForceAfterNs;
+  // The last park was bounded by the attached source's sleep: the look after
+  // it (help_once, which polls) is all there is before the next park. A
+  // spin window after every such sleep would poll on for the whole window
+  // each time: an idle runtime with work outstanding would never be idle.
+  bool after_source_sleep = false;
   for (;;) {
     if (help_once(self)) {
       if (timed && idle_from != 0) {
@@ -256,6 +282,7 @@ void runtime_impl::worker_main(unsigned index) {
       }
       idle.reset();
       stranded_timeout = split_deque::kForceAfterNs;
+      after_source_sleep = false;
       continue;
     }
     if (stop_.load(std::memory_order_acquire)) break;
@@ -264,8 +291,8 @@ void runtime_impl::worker_main(unsigned index) {
     // task shared for a thief lasts only until its owner's next pop, which
     // for sub-microsecond tasks is soon. Reading victims' words that do not
     // change costs no coherence traffic.
-    if (idle.spin()) continue;
-    if (park(self, &stranded_timeout)) {
+    if (!after_source_sleep && idle.spin()) continue;
+    if (park(self, &stranded_timeout, &after_source_sleep)) {
       // A timed sleep while another worker held private tasks or was awake:
       // take those tasks now if their owner still has not answered, else
       // sleep again at once (the spin window is spent; the timeout has
@@ -276,7 +303,7 @@ void runtime_impl::worker_main(unsigned index) {
       }
       continue;
     }
-    idle.reset();
+    if (!after_source_sleep) idle.reset();
     // After a park or a stop: look again (drain, then leave above).
   }
   if (timed) {

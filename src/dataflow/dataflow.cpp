@@ -219,6 +219,37 @@ struct kind_memory {
 };
 constinit kind_memory kinds;
 
+// The kinds of task marked urgent (df_mark_current_urgent): direct-mapped,
+// racy by design (relaxed: a hint; a mark lost to a shared slot or read
+// torn from its priority costs a task its priority, never correctness).
+// `marked` lets a spawn skip the table while nothing was ever marked: one
+// relaxed load of a line written once per kind.
+struct urgent_kinds {
+  static constexpr unsigned kEntries = 64;
+  struct entry {
+    std::atomic<const void*> what{nullptr};
+    std::atomic<std::uint8_t> priority{0};
+  };
+  entry entries[kEntries];
+  std::atomic<std::uint32_t> marked{0};
+  static unsigned slot(const void* w) noexcept {
+    auto x = reinterpret_cast<std::uintptr_t>(w);
+    return static_cast<unsigned>(((x >> 4) * 0x9E3779B97F4A7C15ull) >> 58);
+  }
+  std::uint8_t find(const void* w) const noexcept {
+    const entry& e = entries[slot(w)];
+    return e.what.load(std::memory_order_relaxed) == w ? e.priority.load(std::memory_order_relaxed) : 0;
+  }
+  void mark(const void* w, std::uint8_t p) noexcept {
+    entry& e = entries[slot(w)];
+    if (e.what.load(std::memory_order_relaxed) == w && e.priority.load(std::memory_order_relaxed) == p) return;
+    e.priority.store(p, std::memory_order_relaxed);
+    e.what.store(w, std::memory_order_relaxed);
+    if (marked.load(std::memory_order_relaxed) == 0) marked.store(1, std::memory_order_relaxed);
+  }
+};
+constinit urgent_kinds urgent;
+
 mailbox& my_mailbox() {
   if (MOTE_UNLIKELY(tl_mailbox == nullptr)) {
     // One per thread for its lifetime; a thread_local with a destructor would
@@ -589,6 +620,15 @@ void engine::ready(df_task* t) noexcept {
   // next push shares). The one it displaces goes on. Not under delegation,
   // whose queue decides where every ready task goes (successor_slot is then
   // nullptr).
+  // A task with a priority goes to the runtime's urgent list, which every
+  // worker looks at before its pool (under either policy): not the
+  // successor slot, whose task runs after the rest of this end, nor the
+  // pool, where the tasks readied after it would run first. Relaxed: a
+  // hint, set by the spawner (and raised by later spawns) before it links.
+  if (const std::uint8_t prio = t->priority.load(std::memory_order_relaxed); MOTE_UNLIKELY(prio != 0)) {
+    rt->schedule_urgent(t, prio);
+    return;
+  }
   const bool keep = w != nullptr && rt->num_workers() > 1 &&
                     df_scope_access::grain(*t->scope).keep_local.load(std::memory_order_relaxed);
   if (successor_slot != nullptr && (keep || !w->pool().asked())) {
@@ -972,6 +1012,12 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   }
 
   // Nothing below throws.
+  // Its priority: the spawn's, else its kind's (df_mark_current_urgent).
+  std::uint8_t prio = t->priority.load(std::memory_order_relaxed);
+  if (MOTE_UNLIKELY(urgent.marked.load(std::memory_order_relaxed) != 0) && prio == 0) {
+    prio = urgent.find(t->trace_what);
+    t->priority.store(prio, std::memory_order_relaxed);
+  }
   const bool traced = (w != nullptr && w->trace() != nullptr) || (w == nullptr && trace::enabled());
   // Relaxed: the id only needs to be unique.
   if (MOTE_UNLIKELY(traced)) t->trace_id = next_trace_id.fetch_add(1, std::memory_order_relaxed);
@@ -1006,6 +1052,14 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
       graph->add(a.address, node_id, a.type, pred != nullptr ? pred->type : a.type, same);
     }
     slot.last = &a;
+    if (MOTE_UNLIKELY(prio != 0) && pred != nullptr) {
+      // What feeds a task with a priority gets it too (one level): it runs
+      // before the ordinary tasks readied with it. Relaxed, a hint: the
+      // predecessor is alive (its access has no S yet), and may be ready,
+      // running or done already, when this comes too late to matter.
+      std::atomic<std::uint8_t>& pp = pred->task->priority;
+      if (pp.load(std::memory_order_relaxed) < prio) pp.store(prio, std::memory_order_relaxed);
+    }
     if (pred != nullptr) {
       // Link, then tell the predecessor (S, with SS when the group goes on).
       // The plain store is published by the fetch-or's release.
@@ -1036,7 +1090,9 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
     const std::uint32_t limit = df.throttle_;
     if (limit != 0 && group_access::pending_for_owner(g) > limit) {
       while (group_access::pending_for_owner(g) > limit / 2) {
-        task* r = w->pool().pop_any();
+        // Urgent tasks first, as every worker's look takes them.
+        task* r = MOTE_UNLIKELY(w->runtime().urgent_waiting()) ? w->runtime().take_urgent() : nullptr;
+        if (r == nullptr) r = w->pool().pop_any();
         if (r == nullptr) break;
         w->run_task(r, nullptr);
       }
@@ -1155,7 +1211,7 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
     note_body(df_scope_access::grain(*t->scope), cycle_clock() - t0);
   }
   destroy_callable(t);  // the record stays until its accesses are final
-  if (failed) t->poisoned.store(true, std::memory_order_relaxed);  // read by the last event's end
+  if (failed) t->poisoned.store(true, std::memory_order_relaxed);  // read by whoever ends it
   // acq_rel: the thread that ends the task (the last of the body and the
   // events) sees what the others did before their count-down (the body's
   // writes, a transfer's data). The load first spares the read-modify-write
@@ -1166,7 +1222,10 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
       t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) {
     return nullptr;  // the last event's fulfil ends it
   }
-  return end_task(t, &w, failed, !w.delegating());
+  // An event that failed (dataflow_event::fail) fails the task as a throw
+  // does; its store of the flag came before its count-down, which the load
+  // or the fetch-sub above acquired.
+  return end_task(t, &w, t->poisoned.load(std::memory_order_relaxed), !w.delegating());
 }
 
 }  // namespace
@@ -1176,6 +1235,12 @@ void detail::df_task_run(task* base, worker& w) noexcept {
   for (;;) {
     df_task* next = run_one(t, w);
     if (next == nullptr) return;
+    if (MOTE_UNLIKELY(w.runtime().urgent_waiting())) {
+      // Urgent tasks came meanwhile: they run first (the worker's next look
+      // takes them), the successor from the pool after them.
+      w.runtime().schedule(next, &w);
+      return;
+    }
     // This worker is alive: a thief's request to its kept tasks is
     // answered, so they stay here (one relaxed load; thieves ask at most
     // once per split_deque::kForceAfterNs).
@@ -1214,6 +1279,30 @@ void dataflow_event::fulfill() {
   end_task(t, w, t->poisoned.load(std::memory_order_relaxed), false);
 }
 
+void dataflow_event::fail(std::exception_ptr e) {
+  detail::df_task* t = task_;
+  if (t == nullptr) {
+    throw usage_error("mote::dataflow_event::fail: the event is empty (fulfilled already, or moved from)");
+  }
+  if (!e) throw usage_error("mote::dataflow_event::fail: the exception is null");
+  task_ = nullptr;
+  detail::group_access::record_exception_only(*t->group, std::move(e));
+  // Relaxed: published by the count-down below (acq_rel), which whoever
+  // ends the task has acquired before it reads the flag.
+  t->poisoned.store(true, std::memory_order_relaxed);
+  // acq_rel: see df_task_run.
+  if (t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  detail::worker* w = detail::current_worker;
+  if (w != nullptr && &w->runtime() != &detail::group_access::runtime_of(*t->group)) w = nullptr;
+  end_task(t, w, true, false);
+}
+
+void detail::df_mark_current_urgent(std::uint8_t priority) noexcept {
+  const df_task* t = tl_current;
+  if (t == nullptr || priority == 0) return;
+  urgent.mark(t->trace_what, priority);
+}
+
 dataflow_event::~dataflow_event() {
   if (task_ != nullptr) {
     std::fprintf(stderr,
@@ -1230,6 +1319,8 @@ dataflow::dataflow() : group_(), runtime_(&detail::group_access::runtime_of(grou
 dataflow::dataflow(runtime& rt) : group_(rt), runtime_(&detail::group_access::runtime_of(group_)) { construct(); }
 
 void dataflow::construct() {
+  // The scope's wait looks at urgent tasks and a work source between tasks.
+  detail::group_access::set_helps_runtime(group_);
   throttle_ = throttle_limit();
   set_locality(default_locality());
   spawner_ = detail::thread_token();

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -413,20 +415,17 @@ topology detect_hwloc(const std::vector<int>& allowed) {
 
 #endif  // MOTE_HAVE_HWLOC
 
-}  // namespace
-
-topology topology::detect(source_kind source) {
-  const std::vector<int> allowed = allowed_cpus();
+topology detect_for(topology::source_kind source, const std::vector<int>& allowed) {
   switch (source) {
-    case source_kind::hwloc:
+    case topology::source_kind::hwloc:
 #if defined(MOTE_HAVE_HWLOC)
       return detect_hwloc(allowed);
 #else
       throw std::runtime_error("mote: topology source hwloc requested, but mote was built without hwloc");
 #endif
-    case source_kind::sysfs:
+    case topology::source_kind::sysfs:
       return detect_sysfs(allowed);
-    case source_kind::automatic:
+    case topology::source_kind::automatic:
       break;
   }
   // Each source is tried in turn; a failure here only costs precision (the
@@ -444,11 +443,31 @@ topology topology::detect(source_kind source) {
   return flat_topology(allowed);
 }
 
+}  // namespace
+
+topology topology::detect(source_kind source) { return detect_for(source, allowed_cpus()); }
+
 const topology& topology::system() {
-  // A function-local static: C++11 guarantees one initialisation even when
-  // several threads (say, runtimes created at once) get here together.
-  static const topology detected = detect(source_kind::automatic);
-  return detected;
+  // Detected once per affinity mask of the calling thread: a process whose
+  // mask changes (an MPI rank that mote::mpi placed on its share of a node)
+  // sees its new CPUs in what it creates afterwards. Every result is kept
+  // for the life of the process (callers hold references), one per mask
+  // seen; leaked on purpose, so that no static destructor frees one that a
+  // thread still reads.
+  struct seen_mask {
+    std::vector<int> allowed;
+    std::unique_ptr<topology> topo;
+  };
+  static std::mutex* const mutex = new std::mutex;
+  static std::vector<seen_mask>* const seen = new std::vector<seen_mask>;
+  std::vector<int> allowed = allowed_cpus();
+  std::lock_guard<std::mutex> lock(*mutex);
+  for (const seen_mask& s : *seen) {
+    if (s.allowed == allowed) return *s.topo;
+  }
+  auto topo = std::make_unique<topology>(detect_for(source_kind::automatic, allowed));
+  seen->push_back({std::move(allowed), std::move(topo)});
+  return *seen->back().topo;
 }
 
 std::vector<int> topology::first_cpu_of_each_core() const {

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdint>
 #include <exception>
+#include <type_traits>
 
 #include "wait/idle.hpp"
 #include "core/runtime_impl.hpp"
@@ -204,21 +205,35 @@ void task_group::await_as_owner(detail::worker& w) noexcept {
   // are usually this group's own, and this loop is why a group of
   // sub-microsecond tasks costs little more than the calls. When the newest
   // is another group's it runs just the same: every pooled task is
-  // self-contained, and it may be holding ours below it.
+  // self-contained, and it may be holding ours below it. True when the
+  // group is done, false when the pool ran dry.
   const bool traced = w.instrumented();
-  for (;;) {
-    // The private count alone settles it while it is nonzero.
-    if (local_.load(std::memory_order_relaxed) == 0 && pending_for_owner() == 0) return;
-    detail::task* t = w.pool().pop_any();
-    if (t == nullptr) break;
-    if (MOTE_UNLIKELY(traced)) {
-      w.note_task_begin(reinterpret_cast<const void*>(t->execute), false);
-      t->execute(t, w);
-      w.note_task_end();
-    } else {
-      t->execute(t, w);
+  auto own_pool = [&](auto helps) noexcept {
+    for (;;) {
+      // The private count alone settles it while it is nonzero.
+      if (local_.load(std::memory_order_relaxed) == 0 && pending_for_owner() == 0) return true;
+      if constexpr (decltype(helps)::value) {
+        // A data-flow scope: urgent tasks wait, or a work source must be
+        // polled between tasks. The runtime's look takes those first, then
+        // this pool's newest.
+        if (MOTE_UNLIKELY(runtime_->wants_help_once())) {
+          if (runtime_->help_once(w)) continue;
+          return false;
+        }
+      }
+      detail::task* t = w.pool().pop_any();
+      if (t == nullptr) return false;
+      if (MOTE_UNLIKELY(traced)) {
+        w.note_task_begin(reinterpret_cast<const void*>(t->execute), false);
+        t->execute(t, w);
+        w.note_task_end();
+      } else {
+        t->execute(t, w);
+      }
     }
-  }
+  };
+  // One test per wait, not per task: the plain loop stays as it was.
+  if (MOTE_UNLIKELY(helps_runtime_) ? own_pool(std::true_type{}) : own_pool(std::false_type{})) return;
   // The rest are stolen or elsewhere: help the runtime meanwhile, then park.
   if (MOTE_UNLIKELY(traced)) w.note_wait_begin(1);
   detail::idle_wait idle(runtime_->spin_ns());

@@ -5,6 +5,7 @@
 // failure through the watchdog (and ctest's TIMEOUT behind it).
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -399,6 +400,450 @@ TEST_F(Mpi, BadConfigAndMisuse) {
     });
     EXPECT_EQ(w, partner());
   }
+}
+
+// Runs f with the service attached to rt instead of g_rt, then attaches it
+// to g_rt again.
+template <class F>
+void attached_to(mote::runtime& rt, F f) {
+  mote::mpi::detach();
+  mote::mpi::attach(rt);
+  f();
+  mote::mpi::detach();
+  mote::mpi::attach(*g_rt);
+}
+
+// A thread that sends `n` ints to the partner once the partner's "go"
+// (tag go_tag, sent from inside a task after its iwait) has come: the data
+// then arrives after the receive was bound, never before.
+std::thread send_after_go(const int* data, int n, int tag, int go_tag, MPI_Comm comm = MPI_COMM_WORLD) {
+  return std::thread([=] {
+    int go = 0;
+    MPI_Recv(&go, 1, MPI_INT, partner(), go_tag, comm, MPI_STATUS_IGNORE);
+    MPI_Send(data, n, MPI_INT, partner(), tag, comm);
+  });
+}
+
+void send_go(int go_tag, MPI_Comm comm = MPI_COMM_WORLD) {
+  int go = 1;
+  MPI_Send(&go, 1, MPI_INT, partner(), go_tag, comm);
+}
+
+// MPI_Testsome reports the statuses of the completed requests compactly
+// (statuses[k] is indices[k]'s): a waitall over two receives whose second
+// completes first gives each its own status.
+TEST_F(Mpi, WaitallStatusesFollowTheirRequests) {
+  if (!paired()) GTEST_SKIP();
+  int in1[2] = {-1, -1}, in2[3] = {-1, -1, -1};
+  const int out1[2] = {g_rank, 1}, out2[3] = {g_rank, 2, 2};
+  MPI_Status st[2];
+  std::thread sender([&] {
+    int posted = 0;
+    MPI_Recv(&posted, 1, MPI_INT, partner(), 803, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    // The second receive's message first, the first one's later: the
+    // pause only widens the window in which a poll sees the second alone.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    MPI_Send(out2, 3, MPI_INT, partner(), 802, MPI_COMM_WORLD);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    MPI_Send(out1, 2, MPI_INT, partner(), 801, MPI_COMM_WORLD);
+  });
+  g_rt->run([&] {
+    mote::task_group g;
+    g.spawn([&] {
+      MPI_Request rs[2];
+      MPI_Irecv(in1, 2, MPI_INT, partner(), 801, MPI_COMM_WORLD, &rs[0]);
+      MPI_Irecv(in2, 3, MPI_INT, partner(), 802, MPI_COMM_WORLD, &rs[1]);
+      send_go(803);
+      mote::mpi::waitall(rs, st);
+    });
+    g.wait();
+  });
+  sender.join();
+  int n1 = -1, n2 = -1;
+  MPI_Get_count(&st[0], MPI_INT, &n1);
+  MPI_Get_count(&st[1], MPI_INT, &n2);
+  EXPECT_EQ(st[0].MPI_TAG, 801);
+  EXPECT_EQ(n1, 2);
+  EXPECT_EQ(st[1].MPI_TAG, 802);
+  EXPECT_EQ(n2, 3);
+  EXPECT_EQ(st[1].MPI_SOURCE, partner());
+  EXPECT_EQ(in1[1], 1);
+  EXPECT_EQ(in2[2], 2);
+}
+
+// A data-flow task of another runtime than the attached one binds a
+// receive with iwait: it completes although that runtime's workers do not
+// poll and the attached one's sleep (nothing was outstanding when they went
+// to sleep). A blocking wait there completes too.
+TEST_F(Mpi, IwaitOnAnotherRuntime) {
+  if (!paired()) GTEST_SKIP();
+  mote::runtime_options o;
+  o.num_workers = 1;
+  o.spin = std::chrono::microseconds(20);
+  mote::runtime other(o);
+  int in = -1, seen = -1, blocked_in = -1;
+  const int out = 100 + g_rank;
+  // Only widens the window in which the attached runtime's workers are
+  // asleep without a timeout.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::thread sender = send_after_go(&out, 1, 811, 812);
+  other.run([&] {
+    mote::dataflow df;
+    df.spawn(mote::out(in), [&] {
+      MPI_Request r;
+      MPI_Irecv(&in, 1, MPI_INT, partner(), 811, MPI_COMM_WORLD, &r);
+      mote::mpi::iwait(r);
+      send_go(812);
+    });
+    df.spawn(mote::in(in), [&] { seen = in; });
+    df.wait();
+  });
+  sender.join();
+  EXPECT_EQ(seen, 100 + partner());
+  std::thread sender2 = send_after_go(&out, 1, 813, 814);
+  other.run([&] {
+    mote::task_group g;
+    g.spawn([&] {
+      MPI_Request r;
+      MPI_Irecv(&blocked_in, 1, MPI_INT, partner(), 813, MPI_COMM_WORLD, &r);
+      send_go(814);
+      mote::mpi::wait(r);
+    });
+    g.wait();
+  });
+  sender2.join();
+  EXPECT_EQ(blocked_in, 100 + partner());
+}
+
+// With no service attached, a wait inside a task would block its worker in
+// MPI (with one worker per rank the exchange deadlocks): it is a
+// usage_error, and the request stays the caller's.
+TEST_F(Mpi, WaitInATaskWithoutTheServiceIsAnError) {
+  if (!paired()) GTEST_SKIP();
+  int in = -1, in2 = -1;
+  const int out = 7 + g_rank;
+  MPI_Request send[2], r = MPI_REQUEST_NULL, r2 = MPI_REQUEST_NULL;
+  // Sent first: a wait that blocked would still return (before the check).
+  MPI_Isend(&out, 1, MPI_INT, partner(), 821, MPI_COMM_WORLD, &send[0]);
+  MPI_Isend(&out, 1, MPI_INT, partner(), 822, MPI_COMM_WORLD, &send[1]);
+  MPI_Irecv(&in, 1, MPI_INT, partner(), 821, MPI_COMM_WORLD, &r);
+  mote::mpi::detach();
+  std::string blocking_error, iwait_error;
+  g_rt->run([&] {
+    try {
+      mote::mpi::wait(r);
+    } catch (const mote::usage_error& e) {
+      blocking_error = e.what();
+    }
+    mote::dataflow df;
+    df.spawn(mote::out(in2), [&] {
+      MPI_Irecv(&in2, 1, MPI_INT, partner(), 822, MPI_COMM_WORLD, &r2);
+      mote::mpi::iwait(r2);
+    });
+    try {
+      df.wait();
+    } catch (const mote::usage_error& e) {
+      iwait_error = e.what();
+    }
+  });
+  mote::mpi::attach(*g_rt);
+  EXPECT_NE(blocking_error.find("no MPI service"), std::string::npos) << blocking_error;
+  EXPECT_NE(iwait_error.find("no MPI service"), std::string::npos) << iwait_error;
+  EXPECT_NE(r, MPI_REQUEST_NULL) << "the request must stay the caller's";
+  EXPECT_NE(r2, MPI_REQUEST_NULL) << "the request must stay the caller's";
+  if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+  if (r2 != MPI_REQUEST_NULL) MPI_Wait(&r2, MPI_STATUS_IGNORE);
+  MPI_Waitall(2, send, MPI_STATUSES_IGNORE);
+  EXPECT_EQ(in, 7 + partner());
+  EXPECT_EQ(in2, 7 + partner());
+}
+
+// A communicator whose errors return (the default handler aborts).
+MPI_Comm returning_comm() {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  return comm;
+}
+
+int error_class(int code) {
+  int c = -1;
+  MPI_Error_class(code, &c);
+  return c;
+}
+
+// A receive bound with iwait fails after the binding (its message is longer
+// than the buffer): its task fails as a task that throws does: its
+// successors are skipped, the others run, and the scope's wait throws
+// mote::mpi::error with the request's own code, naming the truncation. Two
+// such tasks: both fail.
+TEST_F(Mpi, FailedRequestBoundWithIwaitFailsItsTask) {
+  if (!paired()) GTEST_SKIP();
+  MPI_Comm comm = returning_comm();
+  const int out[4] = {1, 2, 3, 4};
+  int small1 = -1, small2 = -1, successors = 0, independent = 0;
+  std::thread sender([&] {
+    int go = 0;
+    MPI_Recv(&go, 1, MPI_INT, partner(), 832, comm, MPI_STATUS_IGNORE);
+    MPI_Recv(&go, 1, MPI_INT, partner(), 833, comm, MPI_STATUS_IGNORE);
+    MPI_Send(out, 4, MPI_INT, partner(), 831, comm);  // 4 ints into room for 1
+    MPI_Send(out, 4, MPI_INT, partner(), 834, comm);
+  });
+  int code = MPI_SUCCESS;
+  std::string what;
+  const std::uint64_t failed_before = mote::mpi::get_stats().failed;
+  g_rt->run([&] {
+    mote::dataflow df;
+    df.spawn(mote::out(small1), [&] {
+      MPI_Request r;
+      MPI_Irecv(&small1, 1, MPI_INT, partner(), 831, comm, &r);
+      mote::mpi::iwait(r);
+      send_go(832, comm);
+    });
+    df.spawn(mote::out(small2), [&] {
+      MPI_Request r;
+      MPI_Irecv(&small2, 1, MPI_INT, partner(), 834, comm, &r);
+      mote::mpi::iwait(r);
+      send_go(833, comm);
+    });
+    df.spawn(mote::in(small1), [&] { ++successors; });
+    df.spawn(mote::in(small2), [&] { ++successors; });
+    df.spawn([&] { ++independent; });
+    try {
+      df.wait();
+    } catch (const mote::mpi::error& e) {
+      code = e.code();
+      what = e.what();
+    }
+  });
+  sender.join();
+  MPI_Comm_free(&comm);
+  EXPECT_EQ(error_class(code), MPI_ERR_TRUNCATE) << what;
+  EXPECT_NE(what.find("truncat"), std::string::npos) << what;
+  EXPECT_EQ(successors, 0) << "a successor of a failed receive ran on its truncated buffer";
+  EXPECT_EQ(independent, 1);
+  EXPECT_EQ(mote::mpi::get_stats().failed - failed_before, 2u) << "every failed request is counted";
+}
+
+// The same failure when the message is there before the iwait: the task
+// throws mote::mpi::error naming the truncation (not MPI_ERR_IN_STATUS).
+TEST_F(Mpi, FailedRequestCompleteAtIwaitNamesItsError) {
+  if (!paired()) GTEST_SKIP();
+  MPI_Comm comm = returning_comm();
+  const int out[4] = {1, 2, 3, 4};
+  MPI_Request s;
+  MPI_Isend(out, 4, MPI_INT, partner(), 841, comm, &s);
+  MPI_Status probed;
+  MPI_Probe(partner(), 841, comm, &probed);  // the message has arrived
+  int small = -1, successor = 0, code = MPI_SUCCESS;
+  std::string what;
+  g_rt->run([&] {
+    mote::dataflow df;
+    df.spawn(mote::out(small), [&] {
+      MPI_Request r;
+      MPI_Irecv(&small, 1, MPI_INT, partner(), 841, comm, &r);
+      mote::mpi::iwait(r);
+    });
+    df.spawn(mote::in(small), [&] { successor = 1; });
+    try {
+      df.wait();
+    } catch (const mote::mpi::error& e) {
+      code = e.code();
+      what = e.what();
+    }
+  });
+  MPI_Wait(&s, MPI_STATUS_IGNORE);
+  MPI_Comm_free(&comm);
+  EXPECT_EQ(error_class(code), MPI_ERR_TRUNCATE) << what;
+  EXPECT_NE(what.find("truncat"), std::string::npos) << what;
+  EXPECT_EQ(successor, 0);
+}
+
+// A rank whose iwaited receive waits long (its peer is late: 300 ms here,
+// or gone) polls a bounded number of times: the idle workers park between
+// polls, longer the longer nothing completes.
+TEST_F(Mpi, IdlePollingIsBounded) {
+  if (!paired()) GTEST_SKIP();
+  const bool receiver = (g_rank & 1) == 0;
+  int in = -1, seen = -1;
+  const int out = 5;
+  std::uint64_t polls = 0;
+  if (receiver) {
+    const std::uint64_t before = mote::mpi::get_stats().polls;
+    g_rt->run([&] {
+      mote::dataflow df;
+      df.spawn(mote::out(in), [&] {
+        MPI_Request r;
+        MPI_Irecv(&in, 1, MPI_INT, partner(), 851, MPI_COMM_WORLD, &r);
+        mote::mpi::iwait(r);
+        send_go(852);
+      });
+      df.spawn(mote::in(in), [&] { seen = in; });
+      df.wait();
+    });
+    polls = mote::mpi::get_stats().polls - before;
+    EXPECT_EQ(seen, 5);
+  } else {
+    int go = 0;
+    MPI_Recv(&go, 1, MPI_INT, partner(), 852, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the late peer
+    MPI_Send(&out, 1, MPI_INT, partner(), 851, MPI_COMM_WORLD);
+  }
+  // 300 ms at one poll per millisecond per worker is 600; at the busy
+  // interval (50 us) it is 12000, and a spinning worker polls more still.
+  if (receiver) {
+    EXPECT_LT(polls, 1500u) << "polls while one receive waited 300 ms";
+  }
+}
+
+// Placement: the ranks on one node share its CPUs without overlap. A
+// runtime of one worker per rank: the ranks whose affinity masks overlap
+// put at most ceil(ranks / CPUs) workers on any CPU of their mask, and
+// every worker (this one's and the test runtime's) runs within its
+// process's mask.
+TEST_F(Mpi, RanksShareTheNodeWithoutOverlap) {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local = 0, locals = 1;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_size(node, &locals);
+  mote::runtime_options o;
+  o.num_workers = 1;
+  o.spin = std::chrono::microseconds(20);
+  mote::runtime one(o);
+  int cpu = -1;
+  attached_to(one, [&] { cpu = one.worker_cpus().at(0); });
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  sched_getaffinity(0, sizeof mask, &mask);
+  EXPECT_TRUE(cpu >= 0 && CPU_ISSET(cpu, &mask)) << "worker on cpu " << cpu << ", outside the process's mask";
+  for (int c : g_rt->worker_cpus()) EXPECT_TRUE(c >= 0 && CPU_ISSET(c, &mask)) << "worker on cpu " << c;
+  // Every rank's mask (as the CPUs' bits) and worker CPU.
+  constexpr int kCpus = 1024;
+  std::vector<unsigned char> mine(kCpus, 0), all(static_cast<std::size_t>(kCpus) * locals);
+  for (int c = 0; c < kCpus; ++c) mine[c] = CPU_ISSET(c, &mask) ? 1 : 0;
+  std::vector<int> cpus(locals);
+  MPI_Allgather(mine.data(), kCpus, MPI_UNSIGNED_CHAR, all.data(), kCpus, MPI_UNSIGNED_CHAR, node);
+  MPI_Allgather(&cpu, 1, MPI_INT, cpus.data(), 1, MPI_INT, node);
+  MPI_Comm_free(&node);
+  // The ranks whose mask overlaps this one's, and the CPUs of their masks.
+  std::vector<int> on(kCpus, 0);
+  int sharing = 0, mask_cpus = 0;
+  for (int c = 0; c < kCpus; ++c) mask_cpus += mine[c];
+  for (int r = 0; r < locals; ++r) {
+    bool overlaps = false;
+    for (int c = 0; c < kCpus; ++c) overlaps = overlaps || (mine[c] && all[static_cast<std::size_t>(r) * kCpus + c]);
+    if (!overlaps) continue;
+    ++sharing;
+    if (cpus[r] >= 0 && cpus[r] < kCpus) ++on[cpus[r]];
+  }
+  const int limit = (sharing + mask_cpus - 1) / mask_cpus;
+  for (int c = 0; c < kCpus; ++c) {
+    if (mine[c]) {
+      EXPECT_LE(on[c], limit) << "cpu " << c << " holds " << on[c] << " of " << sharing << " ranks' workers";
+    }
+  }
+}
+
+// What a message task of each kind looks like (one closure type each, so
+// that every call spawns the same kind of task).
+void spawn_receive(mote::dataflow& df, int* buf, int tag, std::atomic<int>* seq, int* pos) {
+  df.spawn(mote::out(*buf), [=] {
+    *pos = seq->fetch_add(1, std::memory_order_relaxed);
+    MPI_Request r;
+    MPI_Irecv(buf, 1, MPI_INT, partner(), tag, MPI_COMM_WORLD, &r);
+    mote::mpi::iwait(r);
+  });
+}
+void spawn_send(mote::dataflow& df, const int* buf, int tag, std::atomic<int>* seq, int* pos) {
+  df.spawn(mote::in(*buf), [=] {
+    *pos = seq->fetch_add(1, std::memory_order_relaxed);
+    MPI_Request r;
+    MPI_Isend(buf, 1, MPI_INT, partner(), tag, MPI_COMM_WORLD, &r);
+    mote::mpi::iwait(r);
+  });
+}
+
+// Message tasks do not starve behind compute tasks that became ready after
+// them (one worker, whose pool runs the newest first): a receive ready at
+// its spawn, and a send with the task that feeds it, run before 200
+// compute tasks that a common predecessor readies. The kinds of message
+// task are learned from a first round (a task whose body called iwait).
+TEST_F(Mpi, MessageTasksRunBeforeLaterComputeTasks) {
+  if (!paired()) GTEST_SKIP();
+  mote::runtime_options o;
+  o.num_workers = 1;
+  o.spin = std::chrono::microseconds(20);
+  mote::runtime one(o);
+  constexpr int kCompute = 200;
+  std::atomic<int> seq{0};
+  int first_in = -1, first_out = 1, in = -1, x = 0, y = 0;
+  int pos_r = -1, pos_s = -1, pos_f = -1, unused = 0;
+  std::vector<int> pos_c(kCompute, -1);
+  attached_to(one, [&] {
+    one.run([&] {
+      mote::dataflow df;
+      spawn_receive(df, &first_in, 861, &seq, &unused);  // learn the kinds
+      spawn_send(df, &first_out, 861, &seq, &unused);
+      df.wait();
+      seq.store(0);
+      spawn_receive(df, &in, 862, &seq, &pos_r);
+      df.spawn(mote::out(x), [&] { x = 1; });
+      df.spawn(mote::in(x), mote::out(y), [&] {
+        pos_f = seq.fetch_add(1, std::memory_order_relaxed);
+        y = g_rank;
+      });
+      for (int i = 0; i < kCompute; ++i) {
+        df.spawn(mote::in(x), [&, i] {
+          pos_c[i] = seq.fetch_add(1, std::memory_order_relaxed);
+          volatile double s = 0;
+          for (int k = 0; k < 200; ++k) s = s + k;
+        });
+      }
+      spawn_send(df, &y, 862, &seq, &pos_s);
+      df.wait();
+    });
+  });
+  EXPECT_EQ(first_in, 1);
+  EXPECT_EQ(in, partner());
+  const int first_compute = *std::min_element(pos_c.begin(), pos_c.end());
+  EXPECT_LT(pos_r, first_compute) << "the receive ran after compute tasks readied after it";
+  EXPECT_LT(pos_f, first_compute) << "the task that feeds the send ran after compute tasks";
+  EXPECT_LT(pos_s, first_compute) << "the send ran after compute tasks readied with it";
+}
+
+// The service polls right after a task that started a transfer (bound it
+// with iwait), not only at the busy interval (200 ms here) or when idle.
+TEST_F(Mpi, PollRightAfterATaskStartsATransfer) {
+  if (!paired()) GTEST_SKIP();
+  mote::runtime_options o;
+  o.num_workers = 1;
+  o.spin = std::chrono::microseconds(20);
+  mote::runtime one(o);
+  int in = -1;
+  const int out = 40 + g_rank;
+  std::uint64_t after_iwait = 0, next_task = 0;
+  std::thread sender = send_after_go(&out, 1, 871, 872);
+  setenv("MOTE_MPI_POLL_US", "200000", 1);
+  attached_to(one, [&] {
+    unsetenv("MOTE_MPI_POLL_US");
+    one.run([&] {
+      mote::dataflow df;
+      // Spawned first: the pool runs the newest first, the receive.
+      df.spawn([&] { next_task = mote::mpi::get_stats().polls; });
+      df.spawn(mote::out(in), [&] {
+        MPI_Request r;
+        MPI_Irecv(&in, 1, MPI_INT, partner(), 871, MPI_COMM_WORLD, &r);
+        mote::mpi::iwait(r);
+        after_iwait = mote::mpi::get_stats().polls;
+        send_go(872);
+      });
+      df.wait();
+    });
+  });
+  sender.join();
+  EXPECT_EQ(in, 40 + partner());
+  EXPECT_GT(next_task, after_iwait) << "no poll between the task that started the receive and the next task";
 }
 
 // Turns a hang into a failure: after the limit, every rank aborts the job.

@@ -139,6 +139,11 @@ struct df_task : group_task_base {
   // Set before the task is readied (published by `blocked`): a predecessor
   // failed, so this one is skipped and fails its successors in turn.
   std::atomic<bool> poisoned;
+  // 0, or the priority it is handed to the runtime's urgent list with when
+  // ready (mote::priority; a kind of task marked with df_mark_current_urgent;
+  // raised by a later task with a priority that depends on it). Written by
+  // the scope's spawner, read by whoever readies the task (relaxed: a hint).
+  std::atomic<std::uint8_t> priority;
   std::uint16_t num_accesses;
   record_tag tag;             // how the block was allocated (task_alloc.hpp)
   bool commutative;           // holds commutative accesses: takes their tokens before running
@@ -302,6 +307,15 @@ MOTE_API void df_task_run(task* base, worker& w) noexcept;
 // itself would.
 MOTE_API df_task* df_current_task() noexcept;
 MOTE_API df_task* df_exchange_current_task(df_task* t) noexcept;
+// Marks the kind of the running data-flow task (its callable's type, or its
+// name) with a priority: tasks of that kind spawned from now on (by any
+// scope) get it unless their spawn gives one, and give it to the tasks they
+// directly depend on (df_task::priority). For a library whose tasks start
+// communication (mote::mpi's iwait): they, and what feeds them, should not
+// wait behind compute tasks readied after them. Outside a data-flow task's
+// body it does nothing. Any thread; a racy hint (a kind that shares a slot of
+// the table with another may lose its mark).
+MOTE_API void df_mark_current_urgent(std::uint8_t priority) noexcept;
 
 }  // namespace detail
 }  // namespace mote
