@@ -374,7 +374,15 @@ void finish_scope(omp_task& t) {
 int taskwait_depend_pause_us() noexcept {
   static const int us = [] {
     const char* text = std::getenv("MOTE_OMP_TEST_TASKWAIT_DEPEND_PAUSE_US");
-    return text != nullptr ? std::max(0, std::atoi(text)) : 0;
+    if (text == nullptr || *text == '\0') return 0;
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1'000'000) {
+      std::fprintf(stderr, "mote: MOTE_OMP_TEST_TASKWAIT_DEPEND_PAUSE_US=%s: expected 0..1000000 (microseconds)\n",
+                   text);
+      std::abort();
+    }
+    return static_cast<int>(v);
   }();
   return us;
 }
