@@ -82,6 +82,33 @@ constexpr bool final_state(std::uint32_t f) {
   return (f & kSuccSame) == 0 || (f & kReadySent) != 0;
 }
 
+// The conditions above for every value of the flags, one byte each, so that
+// a delivery finds what its fetch-or made true with two loads and a mask
+// (a condition that became true: set in the value after, clear before).
+constexpr std::uint32_t kFlagBits = 12;
+static_assert(kDoneSent < (1u << kFlagBits));
+constexpr std::uint8_t kIsSatisfied = 1u << 0;
+constexpr std::uint8_t kIsSendReady = 1u << 1;
+constexpr std::uint8_t kIsSendDone = 1u << 2;
+constexpr std::uint8_t kIsGroupEnd = 1u << 3;
+constexpr std::uint8_t kIsFinal = 1u << 4;
+struct condition_table {
+  std::uint8_t of[1u << kFlagBits];
+  constexpr condition_table() : of() {
+    for (std::uint32_t f = 0; f < (1u << kFlagBits); ++f) {
+      of[f] = static_cast<std::uint8_t>((satisfied(f) ? kIsSatisfied : 0) | (send_ready(f) ? kIsSendReady : 0) |
+                                        (send_done(f) ? kIsSendDone : 0) | (group_ends(f) ? kIsGroupEnd : 0) |
+                                        (final_state(f) ? kIsFinal : 0));
+    }
+  }
+};
+constexpr condition_table kConditions;
+// The conditions that `old | bits` has and `old` has not.
+inline std::uint8_t became_true(std::uint32_t old, std::uint32_t now) noexcept {
+  constexpr std::uint32_t mask = (1u << kFlagBits) - 1;
+  return static_cast<std::uint8_t>(kConditions.of[now & mask] & ~kConditions.of[old & mask]);
+}
+
 // Does `next`, the access after `pred` in its region's chain, join pred's group?
 bool same_group(const detail::df_access& pred, const detail::df_access& next) {
   if (pred.type != next.type) return false;
@@ -99,12 +126,13 @@ bool same_group(const detail::df_access& pred, const detail::df_access& next) {
 
 bool writes(access_type t) { return t != access_type::in; }
 
-// ---- Mailbox: the messages a thread still has to deliver -------------------
+// ---- Messages ------------------------------------------------------------------
 //
-// A delivery may make further ones necessary (a chain of `in`s readied one by
-// one); rather than recurse, a thread queues them here and delivers until the
-// box is empty, before it returns to its caller. Per thread (workers and the
-// spawning thread alike); only its owner touches it.
+// A delivery makes at most one further one necessary (to the access's
+// successor: R, D or both in one message), and an acknowledgement (RS, DS)
+// none: so a thread delivers a message and what it leads to in a loop
+// (engine::deliver), one at a time, with no queue. A chain of 100 000 `in`s
+// readied one by one is 100 000 turns of that loop, not nested calls.
 struct message {
   detail::df_access* to;
   std::uint32_t bits;
@@ -112,35 +140,6 @@ struct message {
   std::uint32_t ack;        // delivered to `from` after the message; 0: none
 };
 
-struct mailbox {
-  static constexpr std::uint32_t kInline = 64;
-  message inline_[kInline];
-  message* heap = nullptr;
-  std::uint32_t capacity = 0;  // of heap
-  std::uint32_t size = 0;
-
-  message* data() { return heap != nullptr ? heap : inline_; }
-  void push(const message& m) {
-    const std::uint32_t cap = heap != nullptr ? capacity : kInline;
-    if (size == cap) {
-      const std::uint32_t grown = cap * 2;
-      auto* bigger = static_cast<message*>(std::malloc(sizeof(message) * grown));
-      if (bigger == nullptr) std::abort();  // out of memory inside a noexcept path
-      std::memcpy(bigger, data(), sizeof(message) * size);
-      std::free(heap);
-      heap = bigger;
-      capacity = grown;
-    }
-    data()[size++] = m;
-  }
-  bool pop(message* m) {
-    if (size == 0) return false;
-    *m = data()[--size];
-    return true;
-  }
-};
-
-constinit thread_local mailbox* tl_mailbox __attribute__((tls_model("initial-exec"))) = nullptr;
 // The data-flow task whose body this thread is running (innermost), or nullptr.
 constinit thread_local detail::df_task* tl_current __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -250,22 +249,6 @@ struct urgent_kinds {
 };
 constinit urgent_kinds urgent;
 
-mailbox& my_mailbox() {
-  if (MOTE_UNLIKELY(tl_mailbox == nullptr)) {
-    // One per thread for its lifetime; a thread_local with a destructor would
-    // cost every access a guard. Freed at thread exit by its holder below.
-    static thread_local struct holder {
-      mailbox box;
-      ~holder() {
-        std::free(box.heap);
-        tl_mailbox = nullptr;
-      }
-    } h;
-    tl_mailbox = &h.box;
-  }
-  return *tl_mailbox;
-}
-
 bool pools_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("MOTE_DATAFLOW_POOLS");
@@ -342,29 +325,25 @@ df_table::~df_table() {
   if (slots != inline_) delete[] slots;
 }
 
-namespace {
-std::uint32_t table_hash(const void* p) {
-  auto x = reinterpret_cast<std::uintptr_t>(p);
-  x ^= x >> 17;
-  x *= 0x9E3779B97F4A7C15ull;
-  return static_cast<std::uint32_t>(x >> 32);
-}
-}  // namespace
-
-void df_table::reserve(std::uint32_t more) {
+void df_table::grow(std::uint32_t more) {
   // At most 3/4 full with `more` new entries.
   std::uint64_t size = std::uint64_t{mask} + 1;
-  while ((std::uint64_t{used} + more) * 4 > size * 3) size *= 2;
+  std::uint32_t log = 64 - shift;
+  while ((std::uint64_t{used} + more) * 4 > size * 3) {
+    size *= 2;
+    ++log;
+  }
   if (size == std::uint64_t{mask} + 1) return;
   // Rehash into the bigger table; the allocation is the only step that throws.
   auto* bigger = new entry[size]();
   const std::uint32_t old_size = mask + 1;
   entry* old = slots;
   mask = static_cast<std::uint32_t>(size - 1);
+  shift = 64 - log;
   slots = bigger;
   for (std::uint32_t i = 0; i < old_size; ++i) {
     if (old[i].address == nullptr) continue;
-    std::uint32_t j = table_hash(old[i].address) & mask;
+    std::uint32_t j = home_slot(old[i].address);
     while (slots[j].address != nullptr) j = (j + 1) & mask;
     slots[j] = old[i];
   }
@@ -373,29 +352,19 @@ void df_table::reserve(std::uint32_t more) {
 
 const df_table::entry* df_table::find(const void* address) const noexcept {
   if (MOTE_UNLIKELY(address == nullptr)) return null_used ? &null_region : nullptr;
-  std::uint32_t i = table_hash(address) & mask;
+  std::uint32_t i = home_slot(address);
   while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
   return slots[i].address != nullptr ? &slots[i] : nullptr;
 }
 
-df_table::entry& df_table::find_or_insert(const void* address) noexcept {
-  if (MOTE_UNLIKELY(address == nullptr)) {
-    // The null region: its own entry (nullptr marks the slots' empty ones).
-    if (!null_used) {
-      null_used = true;
-      null_region.last = nullptr;
-      ++used;
-    }
-    return null_region;
-  }
-  std::uint32_t i = table_hash(address) & mask;
-  while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
-  if (slots[i].address == nullptr) {
-    slots[i].address = address;
-    slots[i].last = nullptr;
+df_table::entry& df_table::null_entry() noexcept {
+  // The null region: its own entry (nullptr marks the slots' empty ones).
+  if (!null_used) {
+    null_used = true;
+    null_region.last = nullptr;
     ++used;
   }
-  return slots[i];
+  return null_region;
 }
 
 void df_table::clear() noexcept {
@@ -413,7 +382,6 @@ struct engine {
   worker* w;                // the calling thread's worker (any runtime), or nullptr
   runtime_impl* rt;         // the scope's runtime
   trace_buffer* trace;      // w's trace buffer when tracing, else nullptr
-  mailbox& box;
   // The task whose end this thread is delivering: its accesses that become
   // final here are counted, and `live` drops once for all of them (and the
   // body's share) at the end, instead of once each. nullptr: none.
@@ -429,18 +397,29 @@ struct engine {
   // nullptr: into the scope's group, whose wait is still to come.
   std::exception_ptr* combine_error = nullptr;
 
-  // Delivers m and everything it leads to, until the box is empty.
-  void post(const message& m) { box.push(m); }
-  void drain() noexcept {
-    message m;
-    while (box.pop(&m)) {
-      apply(m.to, m.bits, m.from != nullptr);
-      if (m.ack != 0) apply(m.from, m.ack, false);
+  // Delivers `bits` to `a` and every message that leads to, in turn, with
+  // each one's acknowledgement after it (see "Messages").
+  void deliver(df_access* a, std::uint32_t bits) noexcept {
+    message m{a, bits, nullptr, 0};
+    for (;;) {
+      message next{nullptr, 0, nullptr, 0};  // written by apply when it returns true
+      const bool more = apply(m.to, m.bits, m.from != nullptr, &next);
+      if (m.ack != 0) acknowledge(m.from, m.ack);
+      if (!more) return;
+      m = next;
     }
   }
 
-  // One message: one fetch-or, then what it alone made true.
-  void apply(df_access* a, std::uint32_t bits, bool from_predecessor) noexcept {
+  // An acknowledgement (RS, DS): it can only make the access final.
+  void acknowledge(df_access* a, std::uint32_t bits) noexcept {
+    // acq_rel, as apply's fetch-or.
+    const std::uint32_t old = a->flags.fetch_or(bits, std::memory_order_acq_rel);
+    if (became_true(old, old | bits) & kIsFinal) release_access(a->task);
+  }
+
+  // One message: one fetch-or, then what it alone made true. Returns true
+  // with the message to the successor that it makes necessary in *next.
+  bool apply(df_access* a, std::uint32_t bits, bool from_predecessor, message* next) noexcept {
     // acq_rel: acquire, so that this thread sees what the senders of earlier
     // messages to `a` published (the successor pointer, the data their tasks
     // wrote, a reduction's copies); release, so that whoever delivers a later
@@ -458,8 +437,9 @@ struct engine {
     // read in those branches only, never after.
     const std::uint32_t old = a->flags.fetch_or(bits, std::memory_order_acq_rel);
     const std::uint32_t now = old | bits;
+    const std::uint8_t became = became_true(old, now);
 
-    if (!satisfied(old) && satisfied(now)) {
+    if (became & kIsSatisfied) {
       df_task* t = a->task;
       if (now & kPoison) t->poisoned.store(true, std::memory_order_relaxed);  // published by `blocked`
       if (from_predecessor && (bits & kDone) != 0) {
@@ -472,10 +452,10 @@ struct engine {
       if (t->blocked.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(t);
     }
 
-    const bool r = !send_ready(old) && send_ready(now);
-    const bool d = !send_done(old) && send_done(now);
+    const bool r = (became & kIsSendReady) != 0;
+    const bool d = (became & kIsSendDone) != 0;
     bool combine_failed = false;
-    if (!group_ends(old) && group_ends(now) && a->group != nullptr) {
+    if ((became & kIsGroupEnd) != 0 && a->group != nullptr) {
       // Every member has finished (D and C here): their writes to the shared
       // state happened before the fetch-ors that brought D to this access.
       if (a->type == access_type::reduction) combine_failed = !combine(a);
@@ -508,10 +488,11 @@ struct engine {
       // `from` says the message comes from the predecessor (trace arrows,
       // pred_task_link); without an acknowledgement it is never dereferenced
       // (the access may be freed by then).
-      post({succ, msg, a, ack});
+      *next = {succ, msg, a, ack};
     }
     // Final: nothing else will touch `a`; this thread alone may read it now.
-    if (!final_state(old) && final_state(now)) release_access(a->task);
+    if (became & kIsFinal) release_access(a->task);
+    return r || d;
   }
 
   static std::uint64_t flow_id(const df_access* a) { return (a->task->trace_id << 16) | a->index; }
@@ -1029,7 +1010,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   ++df.spawned_since_wait_;
   const std::uint64_t node_id = graph != nullptr ? graph->add_task(*t) : 0;
 
-  engine e{w, df.runtime_, w != nullptr ? w->trace() : nullptr, my_mailbox()};
+  engine e{w, df.runtime_, w != nullptr ? w->trace() : nullptr};
   std::int32_t satisfied_now = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     df_access& a = t->accesses[i];
@@ -1064,8 +1045,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
       // Link, then tell the predecessor (S, with SS when the group goes on).
       // The plain store is published by the fetch-or's release.
       pred->successor = &a;
-      e.apply(pred, kSucc | (same ? kSuccSame : 0), false);
-      e.drain();
+      e.deliver(pred, kSucc | (same ? kSuccSame : 0));
     }
   }
   // Registration is over: drop its hold. Whoever takes `blocked` to zero
@@ -1126,7 +1106,7 @@ detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bo
   using namespace detail;
   task_group& g = *t->group;
   const bool counted_by_owner = t->local && w != nullptr && w == group_access::owner(g);
-  engine e{w, &group_access::runtime_of(g), w != nullptr ? w->trace() : nullptr, my_mailbox()};
+  engine e{w, &group_access::runtime_of(g), w != nullptr ? w->trace() : nullptr};
   e.ending = t;
   df_task* next = nullptr;
   if (keep_successor) e.successor_slot = &next;
@@ -1138,8 +1118,7 @@ detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bo
     // Relaxed: only a merged-away access has C before this point (set at
     // registration, published with the task); C comes from nowhere else.
     if ((a.flags.load(std::memory_order_relaxed) & kComplete) != 0) continue;  // merged away
-    e.apply(&a, done, false);
-    e.drain();
+    e.deliver(&a, done);
   }
   // The body's share of `live`, with the accesses that became final above.
   // acq_rel, as release_access.
@@ -1349,12 +1328,11 @@ std::exception_ptr dataflow::finish_wait(task_group_status* status) {
   // targets) and frees the records.
   detail::worker* w = detail::current_worker;
   if (w != nullptr && &w->runtime() != runtime_) w = nullptr;
-  detail::engine e{w, runtime_, nullptr, my_mailbox()};
+  detail::engine e{w, runtime_, nullptr};
   e.combine_error = &error;
   table_.for_each([&e](detail::df_table::entry& slot) {
-    if (slot.last != nullptr) e.post({slot.last, kSealed, nullptr, 0});
+    if (slot.last != nullptr) e.deliver(slot.last, kSealed);
   });
-  e.drain();
   table_.clear();
   if (graph_) graph_->chains.clear();  // later tasks depend on nothing before the wait
   spawned_since_wait_ = 0;

@@ -199,6 +199,10 @@ struct df_table {
   entry* slots = inline_;
   std::uint32_t mask = kInline - 1;
   std::uint32_t used = 0;  // entries in use, null_region's among them
+  // 64 - log2(slots): the hash is the top bits of the address times a
+  // Fibonacci constant, which spreads objects laid out at a regular stride
+  // (one row of a grid, an array of chains' heads) over the whole table.
+  std::uint32_t shift = 64 - 4;
   entry inline_[kInline] = {};
   entry null_region = {nullptr, nullptr};
   bool null_used = false;
@@ -209,12 +213,34 @@ struct df_table {
   df_table& operator=(const df_table&) = delete;
   // Room for `more` new addresses: that many find_or_insert() calls follow
   // without growing. Throws std::bad_alloc (then the table is unchanged).
-  MOTE_API void reserve(std::uint32_t more);
+  void reserve(std::uint32_t more) {
+    // At most 3/4 full with `more` new entries.
+    if (MOTE_UNLIKELY((std::uint64_t{used} + more) * 4 > (std::uint64_t{mask} + 1) * 3)) grow(more);
+  }
+  // The first slot to look at for a (non-null) address.
+  std::uint32_t home_slot(const void* address) const noexcept {
+    return static_cast<std::uint32_t>((reinterpret_cast<std::uintptr_t>(address) * 0x9E3779B97F4A7C15ull) >> shift);
+  }
   // The entry of address, or nullptr.
   MOTE_API const entry* find(const void* address) const noexcept;
   // The entry of address, made (with no last access) when missing; needs
   // room (reserve()).
-  MOTE_API entry& find_or_insert(const void* address) noexcept;
+  entry& find_or_insert(const void* address) noexcept {
+    if (MOTE_UNLIKELY(address == nullptr)) return null_entry();
+    std::uint32_t i = home_slot(address);
+    while (slots[i].address != address) {
+      if (slots[i].address == nullptr) {
+        slots[i].address = address;
+        slots[i].last = nullptr;
+        ++used;
+        break;
+      }
+      i = (i + 1) & mask;
+    }
+    return slots[i];
+  }
+  MOTE_API void grow(std::uint32_t more);
+  MOTE_API entry& null_entry() noexcept;
   MOTE_API void clear() noexcept;
   // Calls f(entry&) for every entry in use (null_region's too).
   template <class F>
