@@ -910,15 +910,6 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
       }
     }
   }
-  for (std::uint32_t i = 0; i < n; ++i) {
-    for (std::uint32_t k = 0; k < i; ++k) {
-      if (descs[k].base.address == descs[i].base.address &&
-          (descs[k].base.type == access_type::reduction || descs[i].base.type == access_type::reduction)) {
-        throw usage_error("mote::dataflow::spawn: a region with a reduction access is named twice in one task");
-      }
-    }
-  }
-
   task_group& g = df.group_;
   t->execute = &df_task_run;
   t->group = &g;
@@ -950,6 +941,12 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
     for (std::uint32_t k = 0; k < i; ++k) {
       df_access& b = t->accesses[k];
       if (b.address == a.address && b.flags.load(std::memory_order_relaxed) == 0) {
+        // The first access to the region is never merged away, so every
+        // repeat meets it here, before any merge could hide a reduction.
+        // Misuse: nothing is linked yet, and the caller destroys the record.
+        if (MOTE_UNLIKELY(b.type == access_type::reduction || a.type == access_type::reduction)) {
+          throw usage_error("mote::dataflow::spawn: a region with a reduction access is named twice in one task");
+        }
         b.type = merge_types(b.type, a.type);
         b.size = std::max(b.size, a.size);
         // Merged away: final from the start, no part in the counts.
@@ -1073,6 +1070,8 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
         // Urgent tasks first, as every worker's look takes them.
         task* r = MOTE_UNLIKELY(w->runtime().urgent_waiting()) ? w->runtime().take_urgent() : nullptr;
         if (r == nullptr) r = w->pool().pop_any();
+        // Under delegation the ready tasks wait in the policy's queue.
+        if (r == nullptr && MOTE_UNLIKELY(w->delegating())) r = w->runtime().policy().take(*w);
         if (r == nullptr) break;
         w->run_task(r, nullptr);
       }
