@@ -317,6 +317,26 @@ struct df_block {
 };
 MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w,
                               const runtime_impl* scope_runtime);
+// Whether records come from the pools (MOTE_DATAFLOW_POOLS): 1 on, 0 off, -1
+// not read yet (df_allocate reads it). Relaxed: a setting, read once.
+MOTE_API extern std::atomic<std::int8_t> df_pools_state;
+// df_allocate on a worker of the scope's runtime with the pools on, inline: a
+// block from w's own list, home w's cache (a record type's size and the
+// number of accesses are constants where spawn calls it, so the size class
+// is too). Anything else takes df_allocate.
+MOTE_ALWAYS_INLINE df_block df_allocate_here(const df_spawn_info& info, std::uint32_t n, worker* w,
+                                             const runtime_impl* scope_runtime) {
+  constexpr std::size_t align = alignof(df_access);
+  const std::size_t head = (info.record_size + align - 1) / align * align;
+  const record_tag tag = record_tag::of(head + n * sizeof(df_access), info.record_align);
+  if (MOTE_LIKELY(w != nullptr && tag.cached() && &w->runtime() == scope_runtime &&
+                  df_pools_state.load(std::memory_order_relaxed) == 1)) {
+    task_cache& mine = w->cache();
+    void* memory = mine.take_returnable(tag.cache_class());
+    return {memory, reinterpret_cast<df_access*>(static_cast<char*>(memory) + head), tag, &mine};
+  }
+  return df_allocate(info, n, w, scope_runtime);
+}
 // Gives back a block whose task never registered (on the thread that allocated it).
 MOTE_API void df_deallocate(const df_block& block) noexcept;
 // Registers t's accesses (already described in descs) and readies it when
