@@ -937,6 +937,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
 
   // Describe every access; merge repeats of a region into the first one.
   std::uint32_t counted = 0;  // accesses that take part (not merged away)
+  bool group_state = false;   // a reduction or commutative access (its group's state may be made)
   for (std::uint32_t i = 0; i < n; ++i) {
     df_access& a = t->accesses[i];
     a.type = descs[i].base.type;
@@ -948,24 +949,28 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
     a.group = nullptr;
     a.red = descs[i].red;
     a.pred_task_link = false;
-    a.flags.store(0, std::memory_order_relaxed);
+    bool merged = false;
     for (std::uint32_t k = 0; k < i; ++k) {
       df_access& b = t->accesses[k];
-      if (b.address == a.address && b.flags.load(std::memory_order_relaxed) == 0) {
-        // The first access to the region is never merged away, so every
-        // repeat meets it here, before any merge could hide a reduction.
-        // Misuse: nothing is linked yet, and the caller destroys the record.
+      // The first access with this address is the region's first one,
+      // never merged away (a repeat would have met it first).
+      if (b.address == a.address) {
+        // So every repeat meets the first one here, before any merge could
+        // hide a reduction. Misuse: nothing is linked yet, and the caller
+        // destroys the record.
         if (MOTE_UNLIKELY(b.type == access_type::reduction || a.type == access_type::reduction)) {
           throw usage_error("mote::dataflow::spawn: a region with a reduction access is named twice in one task");
         }
         b.type = merge_types(b.type, a.type);
         b.size = std::max(b.size, a.size);
-        // Merged away: final from the start, no part in the counts.
-        a.flags.store(kReady | kDone | kComplete | kSealed | kNoReadyMsg, std::memory_order_relaxed);
+        merged = true;
         break;
       }
     }
-    if (a.flags.load(std::memory_order_relaxed) == 0) ++counted;
+    // Merged away: final from the start, no part in the counts.
+    a.flags.store(merged ? kReady | kDone | kComplete | kSealed | kNoReadyMsg : 0, std::memory_order_relaxed);
+    counted += merged ? 0 : 1;
+    group_state |= a.type == access_type::reduction || a.type == access_type::commutative;
   }
 
   // Everything that may throw, before anything is shared: room in the table
@@ -978,7 +983,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   try {
     df.table_.reserve(counted);
     if (MOTE_UNLIKELY(graph != nullptr)) graph->prepare(*t, df.table_);
-    for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t i = 0; MOTE_UNLIKELY(group_state) && i < n; ++i) {
       df_access& a = t->accesses[i];
       if (a.type != access_type::reduction && a.type != access_type::commutative) continue;
       if (a.flags.load(std::memory_order_relaxed) != 0) continue;  // merged away
