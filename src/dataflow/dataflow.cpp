@@ -430,7 +430,8 @@ struct engine {
 
   // One message: one fetch-or, then what it alone made true. Returns true
   // with the message to the successor that it makes necessary in *next.
-  bool apply(df_access* a, std::uint32_t bits, bool from_predecessor, message* next) noexcept {
+  __attribute__((always_inline)) bool apply(df_access* a, std::uint32_t bits, bool from_predecessor,
+                                            message* next) noexcept {
     // acq_rel: acquire, so that this thread sees what the senders of earlier
     // messages to `a` published (the successor pointer, the data their tasks
     // wrote, a reduction's copies); release, so that whoever delivers a later
@@ -592,7 +593,7 @@ bool take_tokens(df_task* t) {
   }
 }
 
-void engine::ready(df_task* t) noexcept {
+__attribute__((always_inline)) inline void engine::ready(df_task* t) noexcept {
   if (MOTE_UNLIKELY(t->commutative) && t->poisoned.load(std::memory_order_relaxed)) {
     t->commutative = false;  // skipped anyway: takes no tokens, so gives none back
   }
