@@ -1118,7 +1118,8 @@ namespace {
 // on the calling thread (w: its worker of the scope's runtime, or nullptr):
 // give back its tokens, send C (and F) to each access, drop the body's share
 // of `live`, count it down in the group.
-detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bool keep_successor) noexcept {
+__attribute__((always_inline)) inline detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed,
+                                                              bool keep_successor) noexcept {
   using namespace detail;
   task_group& g = *t->group;
   const bool counted_by_owner = t->local && w != nullptr && w == group_access::owner(g);
