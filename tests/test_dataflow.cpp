@@ -1921,7 +1921,8 @@ TEST(DataflowLocality, TheThrottleRunsTasksWhileTheSpawnerIsFarAhead) {
   // the worker's pool.
   for (const mote::scheduler_policy policy :
        {mote::scheduler_policy::work_stealing, mote::scheduler_policy::delegation}) {
-    const char* where = policy == mote::scheduler_policy::delegation ? "delegation" : "work stealing";
+    const char* where =
+        policy == mote::scheduler_policy::delegation ? "delegation" : "work stealing";
     mote::runtime_options options = workers(1);
     options.scheduler = policy;
     mote::runtime rt(options);

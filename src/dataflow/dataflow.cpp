@@ -96,9 +96,10 @@ struct condition_table {
   std::uint8_t of[1u << kFlagBits];
   constexpr condition_table() : of() {
     for (std::uint32_t f = 0; f < (1u << kFlagBits); ++f) {
-      of[f] = static_cast<std::uint8_t>((satisfied(f) ? kIsSatisfied : 0) | (send_ready(f) ? kIsSendReady : 0) |
-                                        (send_done(f) ? kIsSendDone : 0) | (group_ends(f) ? kIsGroupEnd : 0) |
-                                        (final_state(f) ? kIsFinal : 0));
+      of[f] = static_cast<std::uint8_t>(
+          (satisfied(f) ? kIsSatisfied : 0) | (send_ready(f) ? kIsSendReady : 0) |
+          (send_done(f) ? kIsSendDone : 0) | (group_ends(f) ? kIsGroupEnd : 0) |
+          (final_state(f) ? kIsFinal : 0));
     }
   }
 };
@@ -960,7 +961,8 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
         // hide a reduction. Misuse: nothing is linked yet, and the caller
         // destroys the record.
         if (MOTE_UNLIKELY(b.type == access_type::reduction || a.type == access_type::reduction)) {
-          throw usage_error("mote::dataflow::spawn: a region with a reduction access is named twice in one task");
+          throw usage_error(
+              "mote::dataflow::spawn: a region with a reduction access is named twice in one task");
         }
         b.type = merge_types(b.type, a.type);
         b.size = std::max(b.size, a.size);
@@ -969,7 +971,8 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
       }
     }
     // Merged away: final from the start, no part in the counts.
-    a.flags.store(merged ? kReady | kDone | kComplete | kSealed | kNoReadyMsg : 0, std::memory_order_relaxed);
+    a.flags.store(merged ? kReady | kDone | kComplete | kSealed | kNoReadyMsg : 0,
+                  std::memory_order_relaxed);
     counted += merged ? 0 : 1;
     group_state |= a.type == access_type::reduction || a.type == access_type::commutative;
   }
@@ -1118,8 +1121,9 @@ namespace {
 // on the calling thread (w: its worker of the scope's runtime, or nullptr):
 // give back its tokens, send C (and F) to each access, drop the body's share
 // of `live`, count it down in the group.
-__attribute__((always_inline)) inline detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed,
-                                                              bool keep_successor) noexcept {
+__attribute__((always_inline)) inline detail::df_task* end_task(detail::df_task* t,
+                                                                detail::worker* w, bool failed,
+                                                                bool keep_successor) noexcept {
   using namespace detail;
   task_group& g = *t->group;
   const bool counted_by_owner = t->local && w != nullptr && w == group_access::owner(g);

@@ -219,7 +219,8 @@ struct df_table {
   }
   // The first slot to look at for a (non-null) address.
   std::uint32_t home_slot(const void* address) const noexcept {
-    return static_cast<std::uint32_t>((reinterpret_cast<std::uintptr_t>(address) * 0x9E3779B97F4A7C15ull) >> shift);
+    return static_cast<std::uint32_t>(
+        (reinterpret_cast<std::uintptr_t>(address) * 0x9E3779B97F4A7C15ull) >> shift);
   }
   // The entry of address, or nullptr.
   MOTE_API const entry* find(const void* address) const noexcept;
