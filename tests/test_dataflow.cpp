@@ -1916,17 +1916,26 @@ TEST(DataflowLocality, AChainMigratesToAWorkerThatAsksWhenTheScopeShares) {
 TEST(DataflowLocality, TheThrottleRunsTasksWhileTheSpawnerIsFarAhead) {
   // One worker: without the throttle nothing could run before the wait. 64
   // chains of 200 (12 800 tasks, more than the 4096 the throttle allows
-  // pending) must run in order, some of them before the spawning ends.
-  mote::runtime rt(workers(1));
-  chain_run run;
-  rt.run([&] {
-    mote::dataflow df;
-    run.spawn(df, 200);
-    df.wait();
-  });
-  EXPECT_TRUE(run.complete(200));
-  EXPECT_EQ(run.out_of_order.load(), 0);
-  EXPECT_GT(run.ran_before_spawning_ended.load(), 0);
+  // pending) must run in order, some of them before the spawning ends; under
+  // delegation too, where the ready tasks are in the policy's queue, not in
+  // the worker's pool.
+  for (const mote::scheduler_policy policy :
+       {mote::scheduler_policy::work_stealing, mote::scheduler_policy::delegation}) {
+    const char* where =
+        policy == mote::scheduler_policy::delegation ? "delegation" : "work stealing";
+    mote::runtime_options options = workers(1);
+    options.scheduler = policy;
+    mote::runtime rt(options);
+    chain_run run;
+    rt.run([&] {
+      mote::dataflow df;
+      run.spawn(df, 200);
+      df.wait();
+    });
+    EXPECT_TRUE(run.complete(200)) << where;
+    EXPECT_EQ(run.out_of_order.load(), 0) << where;
+    EXPECT_GT(run.ran_before_spawning_ended.load(), 0) << where;
+  }
 }
 
 TEST(DataflowLocality, ChainsRunInOrderUnderEveryModeAndFromOutside) {

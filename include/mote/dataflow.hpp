@@ -449,7 +449,7 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
     named = false;
   }
   const detail::df_spawn_info info{sizeof(record), alignof(record), what, named};
-  const detail::df_block block = detail::df_allocate(info, n, w, runtime_);
+  const detail::df_block block = detail::df_allocate_here(info, n, w, runtime_);
   record* t;
   try {
     t = ::new (block.memory) record(typename record::from_callable{}, std::forward<F>(f));

@@ -82,6 +82,34 @@ constexpr bool final_state(std::uint32_t f) {
   return (f & kSuccSame) == 0 || (f & kReadySent) != 0;
 }
 
+// The conditions above for every value of the flags, one byte each, so that
+// a delivery finds what its fetch-or made true with two loads and a mask
+// (a condition that became true: set in the value after, clear before).
+constexpr std::uint32_t kFlagBits = 12;
+static_assert(kDoneSent < (1u << kFlagBits));
+constexpr std::uint8_t kIsSatisfied = 1u << 0;
+constexpr std::uint8_t kIsSendReady = 1u << 1;
+constexpr std::uint8_t kIsSendDone = 1u << 2;
+constexpr std::uint8_t kIsGroupEnd = 1u << 3;
+constexpr std::uint8_t kIsFinal = 1u << 4;
+struct condition_table {
+  std::uint8_t of[1u << kFlagBits];
+  constexpr condition_table() : of() {
+    for (std::uint32_t f = 0; f < (1u << kFlagBits); ++f) {
+      of[f] = static_cast<std::uint8_t>(
+          (satisfied(f) ? kIsSatisfied : 0) | (send_ready(f) ? kIsSendReady : 0) |
+          (send_done(f) ? kIsSendDone : 0) | (group_ends(f) ? kIsGroupEnd : 0) |
+          (final_state(f) ? kIsFinal : 0));
+    }
+  }
+};
+constexpr condition_table kConditions;
+// The conditions that `old | bits` has and `old` has not.
+inline std::uint8_t became_true(std::uint32_t old, std::uint32_t now) noexcept {
+  constexpr std::uint32_t mask = (1u << kFlagBits) - 1;
+  return static_cast<std::uint8_t>(kConditions.of[now & mask] & ~kConditions.of[old & mask]);
+}
+
 // Does `next`, the access after `pred` in its region's chain, join pred's group?
 bool same_group(const detail::df_access& pred, const detail::df_access& next) {
   if (pred.type != next.type) return false;
@@ -99,12 +127,13 @@ bool same_group(const detail::df_access& pred, const detail::df_access& next) {
 
 bool writes(access_type t) { return t != access_type::in; }
 
-// ---- Mailbox: the messages a thread still has to deliver -------------------
+// ---- Messages ------------------------------------------------------------------
 //
-// A delivery may make further ones necessary (a chain of `in`s readied one by
-// one); rather than recurse, a thread queues them here and delivers until the
-// box is empty, before it returns to its caller. Per thread (workers and the
-// spawning thread alike); only its owner touches it.
+// A delivery makes at most one further one necessary (to the access's
+// successor: R, D or both in one message), and an acknowledgement (RS, DS)
+// none: so a thread delivers a message and what it leads to in a loop
+// (engine::deliver), one at a time, with no queue. A chain of 100 000 `in`s
+// readied one by one is 100 000 turns of that loop, not nested calls.
 struct message {
   detail::df_access* to;
   std::uint32_t bits;
@@ -112,35 +141,6 @@ struct message {
   std::uint32_t ack;        // delivered to `from` after the message; 0: none
 };
 
-struct mailbox {
-  static constexpr std::uint32_t kInline = 64;
-  message inline_[kInline];
-  message* heap = nullptr;
-  std::uint32_t capacity = 0;  // of heap
-  std::uint32_t size = 0;
-
-  message* data() { return heap != nullptr ? heap : inline_; }
-  void push(const message& m) {
-    const std::uint32_t cap = heap != nullptr ? capacity : kInline;
-    if (size == cap) {
-      const std::uint32_t grown = cap * 2;
-      auto* bigger = static_cast<message*>(std::malloc(sizeof(message) * grown));
-      if (bigger == nullptr) std::abort();  // out of memory inside a noexcept path
-      std::memcpy(bigger, data(), sizeof(message) * size);
-      std::free(heap);
-      heap = bigger;
-      capacity = grown;
-    }
-    data()[size++] = m;
-  }
-  bool pop(message* m) {
-    if (size == 0) return false;
-    *m = data()[--size];
-    return true;
-  }
-};
-
-constinit thread_local mailbox* tl_mailbox __attribute__((tls_model("initial-exec"))) = nullptr;
 // The data-flow task whose body this thread is running (innermost), or nullptr.
 constinit thread_local detail::df_task* tl_current __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -250,30 +250,21 @@ struct urgent_kinds {
 };
 constinit urgent_kinds urgent;
 
-mailbox& my_mailbox() {
-  if (MOTE_UNLIKELY(tl_mailbox == nullptr)) {
-    // One per thread for its lifetime; a thread_local with a destructor would
-    // cost every access a guard. Freed at thread exit by its holder below.
-    static thread_local struct holder {
-      mailbox box;
-      ~holder() {
-        std::free(box.heap);
-        tl_mailbox = nullptr;
-      }
-    } h;
-    tl_mailbox = &h.box;
-  }
-  return *tl_mailbox;
-}
-
 bool pools_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("MOTE_DATAFLOW_POOLS");
-    if (v == nullptr || *v == '\0') return true;
-    const std::string s(v);
-    if (s == "1" || s == "on" || s == "yes") return true;
-    if (s == "0" || s == "off" || s == "no") return false;
-    throw config_error("MOTE_DATAFLOW_POOLS: expected 0 or 1 (pools off or on), got '" + s + "'");
+    bool pools;
+    const std::string s(v != nullptr ? v : "");
+    if (s.empty() || s == "1" || s == "on" || s == "yes") {
+      pools = true;
+    } else if (s == "0" || s == "off" || s == "no") {
+      pools = false;
+    } else {
+      throw config_error("MOTE_DATAFLOW_POOLS: expected 0 or 1 (pools off or on), got '" + s + "'");
+    }
+    // Relaxed: a setting; df_allocate_here takes this path until it sees it.
+    detail::df_pools_state.store(pools ? 1 : 0, std::memory_order_relaxed);
+    return pools;
   }();
   return on;
 }
@@ -332,6 +323,8 @@ struct commutative_token final : detail::df_group_info {
 
 namespace detail {
 
+std::atomic<std::int8_t> df_pools_state{-1};
+
 struct df_scope_access {
   static df_grain& grain(dataflow& df) noexcept { return df.grain_; }
 };
@@ -342,29 +335,25 @@ df_table::~df_table() {
   if (slots != inline_) delete[] slots;
 }
 
-namespace {
-std::uint32_t table_hash(const void* p) {
-  auto x = reinterpret_cast<std::uintptr_t>(p);
-  x ^= x >> 17;
-  x *= 0x9E3779B97F4A7C15ull;
-  return static_cast<std::uint32_t>(x >> 32);
-}
-}  // namespace
-
-void df_table::reserve(std::uint32_t more) {
+void df_table::grow(std::uint32_t more) {
   // At most 3/4 full with `more` new entries.
   std::uint64_t size = std::uint64_t{mask} + 1;
-  while ((std::uint64_t{used} + more) * 4 > size * 3) size *= 2;
+  std::uint32_t log = 64 - shift;
+  while ((std::uint64_t{used} + more) * 4 > size * 3) {
+    size *= 2;
+    ++log;
+  }
   if (size == std::uint64_t{mask} + 1) return;
   // Rehash into the bigger table; the allocation is the only step that throws.
   auto* bigger = new entry[size]();
   const std::uint32_t old_size = mask + 1;
   entry* old = slots;
   mask = static_cast<std::uint32_t>(size - 1);
+  shift = 64 - log;
   slots = bigger;
   for (std::uint32_t i = 0; i < old_size; ++i) {
     if (old[i].address == nullptr) continue;
-    std::uint32_t j = table_hash(old[i].address) & mask;
+    std::uint32_t j = home_slot(old[i].address);
     while (slots[j].address != nullptr) j = (j + 1) & mask;
     slots[j] = old[i];
   }
@@ -373,29 +362,19 @@ void df_table::reserve(std::uint32_t more) {
 
 const df_table::entry* df_table::find(const void* address) const noexcept {
   if (MOTE_UNLIKELY(address == nullptr)) return null_used ? &null_region : nullptr;
-  std::uint32_t i = table_hash(address) & mask;
+  std::uint32_t i = home_slot(address);
   while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
   return slots[i].address != nullptr ? &slots[i] : nullptr;
 }
 
-df_table::entry& df_table::find_or_insert(const void* address) noexcept {
-  if (MOTE_UNLIKELY(address == nullptr)) {
-    // The null region: its own entry (nullptr marks the slots' empty ones).
-    if (!null_used) {
-      null_used = true;
-      null_region.last = nullptr;
-      ++used;
-    }
-    return null_region;
-  }
-  std::uint32_t i = table_hash(address) & mask;
-  while (slots[i].address != nullptr && slots[i].address != address) i = (i + 1) & mask;
-  if (slots[i].address == nullptr) {
-    slots[i].address = address;
-    slots[i].last = nullptr;
+df_table::entry& df_table::null_entry() noexcept {
+  // The null region: its own entry (nullptr marks the slots' empty ones).
+  if (!null_used) {
+    null_used = true;
+    null_region.last = nullptr;
     ++used;
   }
-  return slots[i];
+  return null_region;
 }
 
 void df_table::clear() noexcept {
@@ -413,7 +392,6 @@ struct engine {
   worker* w;                // the calling thread's worker (any runtime), or nullptr
   runtime_impl* rt;         // the scope's runtime
   trace_buffer* trace;      // w's trace buffer when tracing, else nullptr
-  mailbox& box;
   // The task whose end this thread is delivering: its accesses that become
   // final here are counted, and `live` drops once for all of them (and the
   // body's share) at the end, instead of once each. nullptr: none.
@@ -429,18 +407,32 @@ struct engine {
   // nullptr: into the scope's group, whose wait is still to come.
   std::exception_ptr* combine_error = nullptr;
 
-  // Delivers m and everything it leads to, until the box is empty.
-  void post(const message& m) { box.push(m); }
-  void drain() noexcept {
-    message m;
-    while (box.pop(&m)) {
-      apply(m.to, m.bits, m.from != nullptr);
-      if (m.ack != 0) apply(m.from, m.ack, false);
+  // Delivers `bits` to `a` and every message that leads to, in turn, with
+  // each one's acknowledgement after it (see "Messages").
+  // Inline where a task registers and ends: a call's saving and restoring
+  // of registers cost a fifth of a one-access delivery.
+  __attribute__((always_inline)) void deliver(df_access* a, std::uint32_t bits) noexcept {
+    message m{a, bits, nullptr, 0};
+    for (;;) {
+      message next{nullptr, 0, nullptr, 0};  // written by apply when it returns true
+      const bool more = apply(m.to, m.bits, m.from != nullptr, &next);
+      if (m.ack != 0) acknowledge(m.from, m.ack);
+      if (!more) return;
+      m = next;
     }
   }
 
-  // One message: one fetch-or, then what it alone made true.
-  void apply(df_access* a, std::uint32_t bits, bool from_predecessor) noexcept {
+  // An acknowledgement (RS, DS): it can only make the access final.
+  void acknowledge(df_access* a, std::uint32_t bits) noexcept {
+    // acq_rel, as apply's fetch-or.
+    const std::uint32_t old = a->flags.fetch_or(bits, std::memory_order_acq_rel);
+    if (became_true(old, old | bits) & kIsFinal) release_access(a->task);
+  }
+
+  // One message: one fetch-or, then what it alone made true. Returns true
+  // with the message to the successor that it makes necessary in *next.
+  __attribute__((always_inline)) bool apply(df_access* a, std::uint32_t bits, bool from_predecessor,
+                                            message* next) noexcept {
     // acq_rel: acquire, so that this thread sees what the senders of earlier
     // messages to `a` published (the successor pointer, the data their tasks
     // wrote, a reduction's copies); release, so that whoever delivers a later
@@ -458,8 +450,9 @@ struct engine {
     // read in those branches only, never after.
     const std::uint32_t old = a->flags.fetch_or(bits, std::memory_order_acq_rel);
     const std::uint32_t now = old | bits;
+    const std::uint8_t became = became_true(old, now);
 
-    if (!satisfied(old) && satisfied(now)) {
+    if (became & kIsSatisfied) {
       df_task* t = a->task;
       if (now & kPoison) t->poisoned.store(true, std::memory_order_relaxed);  // published by `blocked`
       if (from_predecessor && (bits & kDone) != 0) {
@@ -472,10 +465,10 @@ struct engine {
       if (t->blocked.fetch_sub(1, std::memory_order_acq_rel) == 1) ready(t);
     }
 
-    const bool r = !send_ready(old) && send_ready(now);
-    const bool d = !send_done(old) && send_done(now);
+    const bool r = (became & kIsSendReady) != 0;
+    const bool d = (became & kIsSendDone) != 0;
     bool combine_failed = false;
-    if (!group_ends(old) && group_ends(now) && a->group != nullptr) {
+    if ((became & kIsGroupEnd) != 0 && a->group != nullptr) {
       // Every member has finished (D and C here): their writes to the shared
       // state happened before the fetch-ors that brought D to this access.
       if (a->type == access_type::reduction) combine_failed = !combine(a);
@@ -508,10 +501,11 @@ struct engine {
       // `from` says the message comes from the predecessor (trace arrows,
       // pred_task_link); without an acknowledgement it is never dereferenced
       // (the access may be freed by then).
-      post({succ, msg, a, ack});
+      *next = {succ, msg, a, ack};
     }
     // Final: nothing else will touch `a`; this thread alone may read it now.
-    if (!final_state(old) && final_state(now)) release_access(a->task);
+    if (became & kIsFinal) release_access(a->task);
+    return r || d;
   }
 
   static std::uint64_t flow_id(const df_access* a) { return (a->task->trace_id << 16) | a->index; }
@@ -600,7 +594,7 @@ bool take_tokens(df_task* t) {
   }
 }
 
-void engine::ready(df_task* t) noexcept {
+__attribute__((always_inline)) inline void engine::ready(df_task* t) noexcept {
   if (MOTE_UNLIKELY(t->commutative) && t->poisoned.load(std::memory_order_relaxed)) {
     t->commutative = false;  // skipped anyway: takes no tokens, so gives none back
   }
@@ -929,15 +923,6 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
       }
     }
   }
-  for (std::uint32_t i = 0; i < n; ++i) {
-    for (std::uint32_t k = 0; k < i; ++k) {
-      if (descs[k].base.address == descs[i].base.address &&
-          (descs[k].base.type == access_type::reduction || descs[i].base.type == access_type::reduction)) {
-        throw usage_error("mote::dataflow::spawn: a region with a reduction access is named twice in one task");
-      }
-    }
-  }
-
   task_group& g = df.group_;
   t->execute = &df_task_run;
   t->group = &g;
@@ -954,6 +939,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
 
   // Describe every access; merge repeats of a region into the first one.
   std::uint32_t counted = 0;  // accesses that take part (not merged away)
+  bool group_state = false;   // a reduction or commutative access (its group's state may be made)
   for (std::uint32_t i = 0; i < n; ++i) {
     df_access& a = t->accesses[i];
     a.type = descs[i].base.type;
@@ -965,18 +951,30 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
     a.group = nullptr;
     a.red = descs[i].red;
     a.pred_task_link = false;
-    a.flags.store(0, std::memory_order_relaxed);
+    bool merged = false;
     for (std::uint32_t k = 0; k < i; ++k) {
       df_access& b = t->accesses[k];
-      if (b.address == a.address && b.flags.load(std::memory_order_relaxed) == 0) {
+      // The first access with this address is the region's first one,
+      // never merged away (a repeat would have met it first).
+      if (b.address == a.address) {
+        // So every repeat meets the first one here, before any merge could
+        // hide a reduction. Misuse: nothing is linked yet, and the caller
+        // destroys the record.
+        if (MOTE_UNLIKELY(b.type == access_type::reduction || a.type == access_type::reduction)) {
+          throw usage_error(
+              "mote::dataflow::spawn: a region with a reduction access is named twice in one task");
+        }
         b.type = merge_types(b.type, a.type);
         b.size = std::max(b.size, a.size);
-        // Merged away: final from the start, no part in the counts.
-        a.flags.store(kReady | kDone | kComplete | kSealed | kNoReadyMsg, std::memory_order_relaxed);
+        merged = true;
         break;
       }
     }
-    if (a.flags.load(std::memory_order_relaxed) == 0) ++counted;
+    // Merged away: final from the start, no part in the counts.
+    a.flags.store(merged ? kReady | kDone | kComplete | kSealed | kNoReadyMsg : 0,
+                  std::memory_order_relaxed);
+    counted += merged ? 0 : 1;
+    group_state |= a.type == access_type::reduction || a.type == access_type::commutative;
   }
 
   // Everything that may throw, before anything is shared: room in the table
@@ -989,7 +987,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   try {
     df.table_.reserve(counted);
     if (MOTE_UNLIKELY(graph != nullptr)) graph->prepare(*t, df.table_);
-    for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t i = 0; MOTE_UNLIKELY(group_state) && i < n; ++i) {
       df_access& a = t->accesses[i];
       if (a.type != access_type::reduction && a.type != access_type::commutative) continue;
       if (a.flags.load(std::memory_order_relaxed) != 0) continue;  // merged away
@@ -1029,7 +1027,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   ++df.spawned_since_wait_;
   const std::uint64_t node_id = graph != nullptr ? graph->add_task(*t) : 0;
 
-  engine e{w, df.runtime_, w != nullptr ? w->trace() : nullptr, my_mailbox()};
+  engine e{w, df.runtime_, w != nullptr ? w->trace() : nullptr};
   std::int32_t satisfied_now = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     df_access& a = t->accesses[i];
@@ -1064,8 +1062,7 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
       // Link, then tell the predecessor (S, with SS when the group goes on).
       // The plain store is published by the fetch-or's release.
       pred->successor = &a;
-      e.apply(pred, kSucc | (same ? kSuccSame : 0), false);
-      e.drain();
+      e.deliver(pred, kSucc | (same ? kSuccSame : 0));
     }
   }
   // Registration is over: drop its hold. Whoever takes `blocked` to zero
@@ -1093,6 +1090,8 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
         // Urgent tasks first, as every worker's look takes them.
         task* r = MOTE_UNLIKELY(w->runtime().urgent_waiting()) ? w->runtime().take_urgent() : nullptr;
         if (r == nullptr) r = w->pool().pop_any();
+        // Under delegation the ready tasks wait in the policy's queue.
+        if (r == nullptr && MOTE_UNLIKELY(w->delegating())) r = w->runtime().policy().take(*w);
         if (r == nullptr) break;
         w->run_task(r, nullptr);
       }
@@ -1122,11 +1121,13 @@ namespace {
 // on the calling thread (w: its worker of the scope's runtime, or nullptr):
 // give back its tokens, send C (and F) to each access, drop the body's share
 // of `live`, count it down in the group.
-detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bool keep_successor) noexcept {
+__attribute__((always_inline)) inline detail::df_task* end_task(detail::df_task* t,
+                                                                detail::worker* w, bool failed,
+                                                                bool keep_successor) noexcept {
   using namespace detail;
   task_group& g = *t->group;
   const bool counted_by_owner = t->local && w != nullptr && w == group_access::owner(g);
-  engine e{w, &group_access::runtime_of(g), w != nullptr ? w->trace() : nullptr, my_mailbox()};
+  engine e{w, &group_access::runtime_of(g), w != nullptr ? w->trace() : nullptr};
   e.ending = t;
   df_task* next = nullptr;
   if (keep_successor) e.successor_slot = &next;
@@ -1138,8 +1139,7 @@ detail::df_task* end_task(detail::df_task* t, detail::worker* w, bool failed, bo
     // Relaxed: only a merged-away access has C before this point (set at
     // registration, published with the task); C comes from nowhere else.
     if ((a.flags.load(std::memory_order_relaxed) & kComplete) != 0) continue;  // merged away
-    e.apply(&a, done, false);
-    e.drain();
+    e.deliver(&a, done);
   }
   // The body's share of `live`, with the accesses that became final above.
   // acq_rel, as release_access.
@@ -1349,12 +1349,11 @@ std::exception_ptr dataflow::finish_wait(task_group_status* status) {
   // targets) and frees the records.
   detail::worker* w = detail::current_worker;
   if (w != nullptr && &w->runtime() != runtime_) w = nullptr;
-  detail::engine e{w, runtime_, nullptr, my_mailbox()};
+  detail::engine e{w, runtime_, nullptr};
   e.combine_error = &error;
   table_.for_each([&e](detail::df_table::entry& slot) {
-    if (slot.last != nullptr) e.post({slot.last, kSealed, nullptr, 0});
+    if (slot.last != nullptr) e.deliver(slot.last, kSealed);
   });
-  e.drain();
   table_.clear();
   if (graph_) graph_->chains.clear();  // later tasks depend on nothing before the wait
   spawned_since_wait_ = 0;

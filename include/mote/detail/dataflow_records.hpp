@@ -199,6 +199,10 @@ struct df_table {
   entry* slots = inline_;
   std::uint32_t mask = kInline - 1;
   std::uint32_t used = 0;  // entries in use, null_region's among them
+  // 64 - log2(slots): the hash is the top bits of the address times a
+  // Fibonacci constant, which spreads objects laid out at a regular stride
+  // (one row of a grid, an array of chains' heads) over the whole table.
+  std::uint32_t shift = 64 - 4;
   entry inline_[kInline] = {};
   entry null_region = {nullptr, nullptr};
   bool null_used = false;
@@ -209,12 +213,35 @@ struct df_table {
   df_table& operator=(const df_table&) = delete;
   // Room for `more` new addresses: that many find_or_insert() calls follow
   // without growing. Throws std::bad_alloc (then the table is unchanged).
-  MOTE_API void reserve(std::uint32_t more);
+  void reserve(std::uint32_t more) {
+    // At most 3/4 full with `more` new entries.
+    if (MOTE_UNLIKELY((std::uint64_t{used} + more) * 4 > (std::uint64_t{mask} + 1) * 3)) grow(more);
+  }
+  // The first slot to look at for a (non-null) address.
+  std::uint32_t home_slot(const void* address) const noexcept {
+    return static_cast<std::uint32_t>(
+        (reinterpret_cast<std::uintptr_t>(address) * 0x9E3779B97F4A7C15ull) >> shift);
+  }
   // The entry of address, or nullptr.
   MOTE_API const entry* find(const void* address) const noexcept;
   // The entry of address, made (with no last access) when missing; needs
   // room (reserve()).
-  MOTE_API entry& find_or_insert(const void* address) noexcept;
+  entry& find_or_insert(const void* address) noexcept {
+    if (MOTE_UNLIKELY(address == nullptr)) return null_entry();
+    std::uint32_t i = home_slot(address);
+    while (slots[i].address != address) {
+      if (slots[i].address == nullptr) {
+        slots[i].address = address;
+        slots[i].last = nullptr;
+        ++used;
+        break;
+      }
+      i = (i + 1) & mask;
+    }
+    return slots[i];
+  }
+  MOTE_API void grow(std::uint32_t more);
+  MOTE_API entry& null_entry() noexcept;
   MOTE_API void clear() noexcept;
   // Calls f(entry&) for every entry in use (null_region's too).
   template <class F>
@@ -291,6 +318,26 @@ struct df_block {
 };
 MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w,
                               const runtime_impl* scope_runtime);
+// Whether records come from the pools (MOTE_DATAFLOW_POOLS): 1 on, 0 off, -1
+// not read yet (df_allocate reads it). Relaxed: a setting, read once.
+MOTE_API extern std::atomic<std::int8_t> df_pools_state;
+// df_allocate on a worker of the scope's runtime with the pools on, inline: a
+// block from w's own list, home w's cache (a record type's size and the
+// number of accesses are constants where spawn calls it, so the size class
+// is too). Anything else takes df_allocate.
+MOTE_ALWAYS_INLINE df_block df_allocate_here(const df_spawn_info& info, std::uint32_t n, worker* w,
+                                             const runtime_impl* scope_runtime) {
+  constexpr std::size_t align = alignof(df_access);
+  const std::size_t head = (info.record_size + align - 1) / align * align;
+  const record_tag tag = record_tag::of(head + n * sizeof(df_access), info.record_align);
+  if (MOTE_LIKELY(w != nullptr && tag.cached() && &w->runtime() == scope_runtime &&
+                  df_pools_state.load(std::memory_order_relaxed) == 1)) {
+    task_cache& mine = w->cache();
+    void* memory = mine.take_returnable(tag.cache_class());
+    return {memory, reinterpret_cast<df_access*>(static_cast<char*>(memory) + head), tag, &mine};
+  }
+  return df_allocate(info, n, w, scope_runtime);
+}
 // Gives back a block whose task never registered (on the thread that allocated it).
 MOTE_API void df_deallocate(const df_block& block) noexcept;
 // Registers t's accesses (already described in descs) and readies it when
