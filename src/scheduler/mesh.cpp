@@ -169,6 +169,41 @@ std::size_t mesh_queues::migrate(row& from, unsigned to, unsigned producer, std:
   return moved;
 }
 
+void mesh_queues::answer_locked(row& r, unsigned c, unsigned* answered_to, std::size_t* migrated) noexcept {
+  // Relaxed: the request carries no data (the thief's cells exist from the
+  // start); the tasks we migrate are published by the rings' release stores.
+  const std::uint32_t req = r.request.load(std::memory_order_relaxed);
+  if (req == 0 || (static_cast<unsigned>(balance_) & static_cast<unsigned>(mesh_balance::steal)) == 0) return;
+  const unsigned thief = req - 1;
+  const std::size_t len = row_length(c);
+  // Keep one for ourselves; move half the rest (at most kStealMax) into the
+  // thief's cell from us (we are that cell's only producer).
+  const std::size_t give = std::min(kStealMax, len / 2);
+  if (give != 0) {
+    *migrated = migrate(r, thief, c, give);
+    if (*migrated != 0) {
+      *answered_to = thief;
+      r.st.migrated_out += *migrated;
+      ++r.st.answers;
+    }
+  }
+  // Relaxed: cleared under the token, which a rescuer must hold too; the
+  // thief only reads it as a hint to post again.
+  r.request.store(0, std::memory_order_relaxed);
+}
+
+bool mesh_queues::answer(unsigned c, unsigned* answered_to, std::size_t* migrated) noexcept {
+  row& r = *rows_[c];
+  *answered_to = kNone;
+  *migrated = 0;
+  // Relaxed: a look at a line only thieves write (a stale zero leaves the
+  // request to the owner's next take).
+  if (r.request.load(std::memory_order_relaxed) == 0 || !lock(r)) return false;
+  answer_locked(r, c, answered_to, migrated);
+  unlock(r);
+  return *migrated != 0;
+}
+
 task* mesh_queues::pop(unsigned c, unsigned* answered_to, std::size_t* migrated) noexcept {
   row& r = *rows_[c];
   *answered_to = kNone;
@@ -180,27 +215,7 @@ task* mesh_queues::pop(unsigned c, unsigned* answered_to, std::size_t* migrated)
     r.st.sum_len += len;
     ++r.st.samples;
   }
-  // Relaxed: the request carries no data (the thief's cells exist from the
-  // start); the tasks we migrate are published by the rings' release stores.
-  const std::uint32_t req = r.request.load(std::memory_order_relaxed);
-  if (req != 0 && (static_cast<unsigned>(balance_) & static_cast<unsigned>(mesh_balance::steal)) != 0) {
-    const unsigned thief = req - 1;
-    const std::size_t len = row_length(c);
-    // Keep one for ourselves; move half the rest (at most kStealMax) into
-    // the thief's cell from us (we are that cell's only producer).
-    const std::size_t give = std::min(kStealMax, len / 2);
-    if (give != 0) {
-      *migrated = migrate(r, thief, c, give);
-      if (*migrated != 0) {
-        *answered_to = thief;
-        r.st.migrated_out += *migrated;
-        ++r.st.answers;
-      }
-    }
-    // Relaxed: cleared under the token, which a rescuer must hold too; the
-    // thief only reads it as a hint to post again.
-    r.request.store(0, std::memory_order_relaxed);
-  }
+  answer_locked(r, c, answered_to, migrated);
   task* t = pop_locked(r);
   if (t == nullptr && !r.hungry.load(std::memory_order_relaxed)) {
     // Report under-loaded, then look again: the other half of push()'s
@@ -346,6 +361,11 @@ class mesh_policy final : public scheduler {
     if (MOTE_UNLIKELY(redirected)) {
       if (trace_buffer* b = w->trace()) b->put(trace_kind::mesh_redirect, j);
     }
+    // A producer that spawns for long would leave a thief's request to its
+    // next take: answer it here too (one relaxed load when there is none).
+    unsigned thief = mesh_queues::kNone;
+    std::size_t moved = 0;
+    if (MOTE_UNLIKELY(mesh_.answer(w->index(), &thief, &moved))) answered(*w, thief, moved);
     // mesh_queues::push's seq_cst fence came after the cell's tail store:
     // this seq_cst load of the sleeper count is the notifier's half of the
     // Dekker pair with park() (mesh_queues::visible).
@@ -363,13 +383,7 @@ class mesh_policy final : public scheduler {
     unsigned thief = mesh_queues::kNone;
     std::size_t moved = 0;
     task* t = mesh_.pop(c, &thief, &moved);
-    if (MOTE_UNLIKELY(moved != 0)) {
-      if (trace_buffer* b = self.trace()) b->put(trace_kind::mesh_migrate, (moved << 16) | thief);
-      // The thief asked and is probably awake; if it parked meanwhile, its
-      // tasks must not wait (the fence pairs as in schedule()).
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      if (rt_.has_sleepers()) rt_.wake_idle(rt_.worker_at(thief));
-    }
+    if (MOTE_UNLIKELY(moved != 0)) answered(self, thief, moved);
     if (t != nullptr) return t;
     unsigned victim = mesh_queues::kNone;
     t = mesh_.balance_step(c, now_ns(), &victim, &moved);
@@ -382,6 +396,15 @@ class mesh_policy final : public scheduler {
   }
 
   bool visible(worker&) noexcept override { return mesh_.visible(); }
+
+  // self moved `moved` tasks into thief's row (a steal request answered).
+  void answered(worker& self, unsigned thief, std::size_t moved) noexcept {
+    if (trace_buffer* b = self.trace()) b->put(trace_kind::mesh_migrate, (moved << 16) | thief);
+    // The thief asked and is probably awake; if it parked meanwhile, its
+    // tasks must not wait: migrate()'s seq_cst fence came after the tail
+    // stores, so this seq_cst load pairs with park() as in schedule().
+    if (rt_.has_sleepers()) rt_.wake_idle(rt_.worker_at(thief));
+  }
 
   void print_stats() const override {
     std::fprintf(stderr, "mote: mesh scheduler (MOTE_SCHEDULER=mesh, balance %s, %zu slots a cell)\n",

@@ -89,6 +89,9 @@ class mesh_queues {
   // takes one task of row c. nullptr when the row is empty or a rescuer holds
   // its token.
   task* pop(unsigned c, unsigned* answered_to, std::size_t* migrated) noexcept;
+  // Owner c between its own spawns: answers a pending steal request as pop()
+  // does, and takes nothing. True when tasks moved.
+  bool answer(unsigned c, unsigned* answered_to, std::size_t* migrated) noexcept;
 
   // Owner c found nothing: the balancing step. Posts a steal request to the
   // nearest worker with tasks (a thief has one request out at a time); once
@@ -135,6 +138,7 @@ class mesh_queues {
   bool lock(row& r) noexcept;
   static void unlock(row& r) noexcept;
   task* pop_locked(row& r) noexcept;
+  void answer_locked(row& r, unsigned c, unsigned* answered_to, std::size_t* migrated) noexcept;
   // Token of `from` held: moves up to `max` of its tasks into cell
   // [to][producer]. Returns how many moved.
   std::size_t migrate(row& from, unsigned to, unsigned producer, std::size_t max) noexcept;
