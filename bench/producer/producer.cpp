@@ -18,6 +18,7 @@
 //   task_10us   n = 2000 tasks of 10 us
 // (a tenth of those with --quick). A task's work is a calibrated loop of
 // dependent multiply-adds; the checksum is the number of tasks run.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -53,15 +54,18 @@ inline std::uint64_t spin_work(std::uint64_t iters) {
   return x;
 }
 
-// Iterations of spin_work per microsecond on this machine (best of a few).
+// Iterations of spin_work per microsecond on this machine: the fastest of
+// many short trials (about 20 us each), so that a loaded machine, which
+// preempts now and then, still yields an uninterrupted trial and every
+// runtime's executable calibrates the same task size.
 double iterations_per_us() {
   double best = 0;
-  for (int round = 0; round < 5; ++round) {
-    const std::uint64_t iters = 2'000'000;
+  for (int round = 0; round < 400; ++round) {
+    const std::uint64_t iters = 20'000;
     const auto t0 = clock::now();
     do_not_optimize(spin_work(iters));
     const double us = 1e6 * seconds_between(t0, clock::now());
-    best = std::max(best, static_cast<double>(iters) / us);
+    if (us > 0) best = std::max(best, static_cast<double>(iters) / us);
   }
   return best;
 }

@@ -245,7 +245,10 @@ task* mesh_queues::balance_step(unsigned c, std::int64_t now, unsigned* victim, 
       // Unanswered: the owner is running a long task, blocked or asleep.
       // Take its row's consumer side and serve ourselves.
       const unsigned vi = me.asked;
-      if (lock(v)) {
+      // The owner holds its token (it is taking tasks right now): it will
+      // see the request; look again next step.
+      if (!lock(v)) return nullptr;
+      {
         task* t = nullptr;
         std::size_t moved = 0;
         // Only if our request is still there: the owner may have answered
@@ -271,9 +274,6 @@ task* mesh_queues::balance_step(unsigned c, std::int64_t now, unsigned* victim, 
           return t;
         }
       }
-      // The owner holds its token (it is taking tasks right now): ask again.
-      if (!lock(v)) return nullptr;
-      unlock(v);
     }
     me.asked = kNone;
   }
