@@ -16,13 +16,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "core/runtime_impl.hpp"
+#include "mote/mote.hpp"
 #include "scheduler/mesh.hpp"
 
 namespace {
@@ -148,6 +153,15 @@ figures simulate(unsigned n, mesh_balance balance, unsigned producers, unsigned 
   return f;
 }
 
+// MOTE_MESH_BALANCE for the next runtime (nullptr: unset).
+void mote_test_env_balance(const char* value) {
+  if (value != nullptr) {
+    ::setenv("MOTE_MESH_BALANCE", value, 1);
+  } else {
+    ::unsetenv("MOTE_MESH_BALANCE");
+  }
+}
+
 const char* name(mesh_balance b) {
   switch (b) {
     case mesh_balance::none: return "none";
@@ -231,6 +245,42 @@ TEST(MeshSimulation, SmallCellsBoundTheRows) {
       check(f, n * 4);
     }
   }
+}
+
+// The real runtime, oversubscribed: 64 and 256 workers on this machine's
+// cores, one producer spawning tasks under each protocol; every task runs
+// once (the threads are real, so this shows correctness, not speed).
+TEST(MeshRuntime, ManyWorkersOversubscribed) {
+  std::printf("\nreal runtime, one producer, 5000 tasks of ~1 us\n%5s %9s %10s\n", "N", "balance", "wall_ms");
+  for (unsigned n : {64u, 256u}) {
+    for (mesh_balance b : {mesh_balance::none, mesh_balance::steal, mesh_balance::both}) {
+      const char* names[] = {"none", "redirect", "steal", "both"};
+      mote_test_env_balance(names[static_cast<unsigned>(b)]);
+      mote::runtime_options o;
+      o.num_workers = n;
+      o.scheduler = mote::scheduler_policy::mesh;
+      o.spin = std::chrono::microseconds(20);
+      mote::runtime rt(o);
+      const int tasks = 5000;
+      std::vector<std::atomic<int>> ran(tasks);
+      const auto t0 = std::chrono::steady_clock::now();
+      rt.run([&] {
+        mote::task_group g;
+        for (int i = 0; i < tasks; ++i) {
+          g.spawn([&ran, i] {
+            volatile int spin = 300;
+            while (spin > 0) spin = spin - 1;
+            ran[static_cast<std::size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+          });
+        }
+        g.wait();
+      });
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("%5u %9s %10.1f\n", n, names[static_cast<unsigned>(b)], ms);
+      for (int i = 0; i < tasks; ++i) ASSERT_EQ(ran[static_cast<std::size_t>(i)].load(), 1) << i;
+    }
+  }
+  mote_test_env_balance(nullptr);
 }
 
 }  // namespace
