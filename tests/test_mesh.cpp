@@ -347,7 +347,7 @@ TEST(MeshConfig, EnvironmentValues) {
   scoped_env s("MOTE_SCHEDULER", "mesh");
   {
     scoped_env e("MOTE_MESH_BALANCE", nullptr);
-    EXPECT_EQ(resolve_config({}, mote::topology::system()).balance, mesh_balance::steal);
+    EXPECT_EQ(resolve_config({}, mote::topology::system()).balance, mesh_balance::both);
   }
   const std::pair<const char*, mesh_balance> values[] = {{"none", mesh_balance::none},
                                                           {"REDIRECT", mesh_balance::redirect},

@@ -56,7 +56,7 @@ enum class scheduler_policy {
   // XQueue's mesh: every worker owns one lock-less SPSC queue per producing
   // worker (N x N), producers spread task_group spawns and data-flow tasks
   // round-robin, and MOTE_MESH_BALANCE picks the balancing (none, redirect,
-  // steal, both; default steal). join's records are still stolen.
+  // steal, both; default both). join's records are still stolen.
   //
   //   mote::runtime_options o;
   //   o.scheduler = mote::scheduler_policy::mesh;  // or MOTE_SCHEDULER=mesh

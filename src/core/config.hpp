@@ -31,7 +31,7 @@ struct resolved_config {
   // worker is spread round the nodes by index. The delegation scheduler gives
   // each node an add-queue.
   std::vector<unsigned> worker_nodes;
-  mesh_balance balance = mesh_balance::steal;  // MOTE_MESH_BALANCE (the mesh policy only)
+  mesh_balance balance = mesh_balance::both;  // MOTE_MESH_BALANCE (the mesh policy only)
   unsigned num_nodes = 1;
   std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;
