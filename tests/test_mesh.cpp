@@ -133,7 +133,8 @@ TEST(MeshQueues, NearestNodeFirst) {
     EXPECT_EQ(pop(m, 1), nullptr);
     EXPECT_EQ(pop(m, 3), nullptr);
     EXPECT_EQ(push(m, 0, t[0]), 3u);
-    EXPECT_EQ(push(m, 0, t[1]), 1u);  // then the other under-loaded one (round-robin target 1 anyway)
+    EXPECT_EQ(push(m, 0, t[1]),
+              1u);  // then the other under-loaded one (round-robin target 1 anyway)
   }
   {
     // NA-WS: workers 1 (other node) and 3 (same node) both have tasks; the
@@ -216,7 +217,8 @@ TEST(MeshQueues, AnUnansweredRequestIsServedByTheThief) {
     unsigned victim = kNone;
     std::size_t moved = 0;
     EXPECT_EQ(m.balance_step(1, 1000, &victim, &moved), nullptr);  // request
-    EXPECT_EQ(m.balance_step(1, 1000 + mesh_queues::kForceAfterNs - 1, &victim, &moved), nullptr);  // patience
+    EXPECT_EQ(m.balance_step(1, 1000 + mesh_queues::kForceAfterNs - 1, &victim, &moved),
+              nullptr);  // patience
     // The owner is busy for longer: the thief takes one task and half the rest.
     task* x = m.balance_step(1, 1000 + mesh_queues::kForceAfterNs, &victim, &moved);
     ASSERT_NE(x, nullptr);
@@ -261,7 +263,7 @@ TEST(MeshQueues, MigrationStopsAtAFullCell) {
   // The thief's cell from the owner holds 2: an answer moves at most 2.
   mesh_queues m(std::vector<unsigned>(2, 0), mesh_balance::steal, 2);
   fake_tasks t(16);
-  for (unsigned i = 0; i < 4; ++i) ASSERT_NE(push(m, 0, t[i]), kNone);  // 2 in each row
+  for (unsigned i = 0; i < 4; ++i) ASSERT_NE(push(m, 0, t[i]), kNone);      // 2 in each row
   for (unsigned i = 0; i < 2; ++i) ASSERT_NE(push(m, 1, t[4 + i]), kNone);  // 1 more in each row
   ASSERT_NE(pop(m, 1), nullptr);  // row 1: 2 left, its cell from 0 holds 1
   std::set<task*> taken;
@@ -283,7 +285,8 @@ TEST(MeshQueues, MigrationStopsAtAFullCell) {
 // its row, balancing when idle; every task is taken exactly once, and a push
 // refused by full cells is kept by its producer and taken by it.
 TEST(MeshQueues, ConcurrentWorkersTakeEachTaskOnce) {
-  for (mesh_balance b : {mesh_balance::none, mesh_balance::redirect, mesh_balance::steal, mesh_balance::both}) {
+  for (mesh_balance b :
+       {mesh_balance::none, mesh_balance::redirect, mesh_balance::steal, mesh_balance::both}) {
     const unsigned n = 4;
     const unsigned per = static_cast<unsigned>(scaled(20000, 10));
     mesh_queues m(std::vector<unsigned>{0, 0, 1, 1}, b, 16);
@@ -350,9 +353,9 @@ TEST(MeshConfig, EnvironmentValues) {
     EXPECT_EQ(resolve_config({}, mote::topology::system()).balance, mesh_balance::both);
   }
   const std::pair<const char*, mesh_balance> values[] = {{"none", mesh_balance::none},
-                                                          {"REDIRECT", mesh_balance::redirect},
-                                                          {" steal", mesh_balance::steal},
-                                                          {"both", mesh_balance::both}};
+                                                         {"REDIRECT", mesh_balance::redirect},
+                                                         {" steal", mesh_balance::steal},
+                                                         {"both", mesh_balance::both}};
   for (const auto& [text, value] : values) {
     scoped_env e("MOTE_MESH_BALANCE", text);
     EXPECT_EQ(resolve_config({}, mote::topology::system()).balance, value) << text;
@@ -384,7 +387,8 @@ TEST(MeshConfig, BadValueNamesTheVariable) {
 
 // ---- Runtimes under the mesh ---------------------------------------------------
 
-mote::runtime_options meshed(unsigned n, std::chrono::microseconds spin = std::chrono::microseconds(20)) {
+mote::runtime_options meshed(unsigned n,
+                             std::chrono::microseconds spin = std::chrono::microseconds(20)) {
   mote::runtime_options o = mote_test::workers(n, spin);
   o.scheduler = scheduler_policy::mesh;
   return o;
@@ -415,7 +419,8 @@ void random_node(mote::task_group* parent, tree& acc, std::uint64_t seed, int de
   if (kind == 0 && depth > 1) {
     const std::uint64_t a = rng();
     const std::uint64_t b = rng();
-    mote::join([&] { random_node(parent, acc, a, depth - 1); }, [&] { random_node(parent, acc, b, depth - 1); });
+    mote::join([&] { random_node(parent, acc, a, depth - 1); },
+               [&] { random_node(parent, acc, b, depth - 1); });
   }
   mote::task_group g;
   for (int c = 0; c < children; ++c) {
@@ -499,7 +504,8 @@ TEST_P(MeshOnWorkers, EveryTaskRunsOnce) {
 std::vector<mesh_case> mesh_cases() {
   std::vector<mesh_case> v{{1, mesh_balance::steal}};
   for (unsigned w : {2u, 4u}) {
-    for (mesh_balance b : {mesh_balance::none, mesh_balance::redirect, mesh_balance::steal, mesh_balance::both}) {
+    for (mesh_balance b :
+         {mesh_balance::none, mesh_balance::redirect, mesh_balance::steal, mesh_balance::both}) {
       v.push_back({w, b});
     }
   }
@@ -607,7 +613,8 @@ TEST(Mesh, IdleWorkersPark) {
         root.wait();
       });
       EXPECT_EQ(acc.sum.load(), random_serial(77, 6));
-      ASSERT_TRUE(eventually(all_asleep)) << n << " workers: some never parked (round " << round << ")";
+      ASSERT_TRUE(eventually(all_asleep))
+          << n << " workers: some never parked (round " << round << ")";
     }
   }
 }
@@ -629,7 +636,8 @@ TEST(Mesh, SpawnsAfterParkingAreNeverLost) {
     }
     done.store(true);
   });
-  ASSERT_TRUE(eventually([&] { return done.load(); })) << "a spawn was never run after " << ran.load();
+  ASSERT_TRUE(eventually([&] { return done.load(); }))
+      << "a spawn was never run after " << ran.load();
   feeder.join();
   EXPECT_EQ(ran.load(), 2 * rounds);
 }

@@ -59,7 +59,8 @@ struct figures {
 // (ticks); producing is all a producer does until it is done.
 template <class Duration>
 figures simulate(unsigned n, mesh_balance balance, unsigned producers, unsigned tasks_per_producer,
-                 unsigned spawn_per_tick, Duration duration, std::uint64_t seed, std::size_t cell = 0) {
+                 unsigned spawn_per_tick, Duration duration, std::uint64_t seed,
+                 std::size_t cell = 0) {
   std::vector<unsigned> nodes(n);
   // 8 NUMA nodes, as the seed's eight-socket machine: contiguous blocks.
   for (unsigned i = 0; i < n; ++i) nodes[i] = i / std::max(1u, n / 8);
@@ -110,7 +111,8 @@ figures simulate(unsigned n, mesh_balance balance, unsigned producers, unsigned 
           --budget;
         }
         while (budget != 0 && made[w] < tasks_per_producer) {
-          task* t = reinterpret_cast<task*>(&store[static_cast<std::size_t>(w) * tasks_per_producer + made[w]]);
+          task* t = reinterpret_cast<task*>(
+              &store[static_cast<std::size_t>(w) * tasks_per_producer + made[w]]);
           ++made[w];
           --budget;
           bool redirected = false;
@@ -130,7 +132,8 @@ figures simulate(unsigned n, mesh_balance balance, unsigned producers, unsigned 
       unsigned victim = mesh_queues::kNone;
       if (task* t = mesh.balance_step(w, tick * kTickNs, &victim, &moved)) start(w, t);
     }
-    for (unsigned c = 0; c < n; ++c) f.max_row = std::max<std::uint64_t>(f.max_row, mesh.row_length(c));
+    for (unsigned c = 0; c < n; ++c)
+      f.max_row = std::max<std::uint64_t>(f.max_row, mesh.row_length(c));
     if (ran == total) break;
   }
   f.makespan_ticks = *std::max_element(busy_until.begin(), busy_until.end());
@@ -164,29 +167,35 @@ void mote_test_env_balance(const char* value) {
 
 const char* name(mesh_balance b) {
   switch (b) {
-    case mesh_balance::none: return "none";
-    case mesh_balance::redirect: return "redirect";
-    case mesh_balance::steal: return "steal";
-    case mesh_balance::both: return "both";
+    case mesh_balance::none:
+      return "none";
+    case mesh_balance::redirect:
+      return "redirect";
+    case mesh_balance::steal:
+      return "steal";
+    case mesh_balance::both:
+      return "both";
   }
   return "?";
 }
 
 void print_header(const char* scenario) {
   std::printf("\n%s\n", scenario);
-  std::printf("%5s %9s %7s %8s %9s %8s %9s %7s %9s %8s %8s %7s %9s %8s %9s\n", "N", "balance", "tasks", "max_row",
-              "mean_row", "bound", "makespan", "ideal", "mk/ideal", "requests", "answers", "forced", "migrated",
-              "redirect", "msgs/task");
+  std::printf("%5s %9s %7s %8s %9s %8s %9s %7s %9s %8s %8s %7s %9s %8s %9s\n", "N", "balance",
+              "tasks", "max_row", "mean_row", "bound", "makespan", "ideal", "mk/ideal", "requests",
+              "answers", "forced", "migrated", "redirect", "msgs/task");
 }
 
 void print_row(unsigned n, mesh_balance b, const figures& f, std::size_t bound) {
-  std::printf("%5u %9s %7llu %8llu %9.2f %8zu %9lld %7.0f %9.2f %8llu %8llu %7llu %9llu %8llu %9.3f\n", n, name(b),
-              static_cast<unsigned long long>(f.tasks), static_cast<unsigned long long>(f.max_row), f.mean_row, bound,
-              static_cast<long long>(f.makespan_ticks), f.ideal_ticks,
-              static_cast<double>(f.makespan_ticks) / f.ideal_ticks, static_cast<unsigned long long>(f.requests),
-              static_cast<unsigned long long>(f.answers), static_cast<unsigned long long>(f.forced),
-              static_cast<unsigned long long>(f.migrated), static_cast<unsigned long long>(f.redirects),
-              static_cast<double>(f.requests + f.answers) / static_cast<double>(f.tasks));
+  std::printf(
+      "%5u %9s %7llu %8llu %9.2f %8zu %9lld %7.0f %9.2f %8llu %8llu %7llu %9llu %8llu %9.3f\n", n,
+      name(b), static_cast<unsigned long long>(f.tasks), static_cast<unsigned long long>(f.max_row),
+      f.mean_row, bound, static_cast<long long>(f.makespan_ticks), f.ideal_ticks,
+      static_cast<double>(f.makespan_ticks) / f.ideal_ticks,
+      static_cast<unsigned long long>(f.requests), static_cast<unsigned long long>(f.answers),
+      static_cast<unsigned long long>(f.forced), static_cast<unsigned long long>(f.migrated),
+      static_cast<unsigned long long>(f.redirects),
+      static_cast<double>(f.requests + f.answers) / static_cast<double>(f.tasks));
 }
 
 void check(const figures& f, std::size_t bound) {
@@ -196,7 +205,8 @@ void check(const figures& f, std::size_t bound) {
   EXPECT_TRUE(f.drained) << "tasks left in the mesh";
 }
 
-const mesh_balance kAll[] = {mesh_balance::none, mesh_balance::redirect, mesh_balance::steal, mesh_balance::both};
+const mesh_balance kAll[] = {mesh_balance::none, mesh_balance::redirect, mesh_balance::steal,
+                             mesh_balance::both};
 
 // One producer feeds everyone (the single-producer micro-benchmark's shape):
 // tasks of 10 us, spawned 100 per us.
@@ -204,7 +214,8 @@ TEST(MeshSimulation, OneProducerFeedsManyWorkers) {
   print_header("one producer, 10 us tasks, 100 spawns per us (ticks of 1 us)");
   for (unsigned n : {64u, 128u, 256u}) {
     for (mesh_balance b : kAll) {
-      const figures f = simulate(n, b, 1, 40 * n, 100, [](std::mt19937_64&) { return std::int64_t{10}; }, 7);
+      const figures f = simulate(
+          n, b, 1, 40 * n, 100, [](std::mt19937_64&) { return std::int64_t{10}; }, 7);
       print_row(n, b, f, f.bound);
       check(f, f.bound);
     }
@@ -227,7 +238,8 @@ TEST(MeshSimulation, SkewedWorkFromEveryWorker) {
       check(f, f.bound);
       if (b == mesh_balance::none) none_makespan = f.makespan_ticks;
       // Stealing converges at least as fast as static round-robin.
-      if (b == mesh_balance::steal || b == mesh_balance::both) EXPECT_LE(f.makespan_ticks, none_makespan);
+      if (b == mesh_balance::steal || b == mesh_balance::both)
+        EXPECT_LE(f.makespan_ticks, none_makespan);
     }
   }
 }
@@ -241,7 +253,8 @@ TEST(MeshSimulation, SmallCellsBoundTheRows) {
       const figures f = simulate(
           n, b, 1, 20 * n, 100, [](std::mt19937_64&) { return std::int64_t{10}; }, 3, 4);
       print_row(n, b, f, n * 4);
-      std::printf("      refused pushes (retried): %llu\n", static_cast<unsigned long long>(f.refused));
+      std::printf("      refused pushes (retried): %llu\n",
+                  static_cast<unsigned long long>(f.refused));
       check(f, n * 4);
     }
   }
@@ -251,7 +264,8 @@ TEST(MeshSimulation, SmallCellsBoundTheRows) {
 // cores, one producer spawning tasks under each protocol; every task runs
 // once (the threads are real, so this shows correctness, not speed).
 TEST(MeshRuntime, ManyWorkersOversubscribed) {
-  std::printf("\nreal runtime, one producer, 5000 tasks of ~1 us\n%5s %9s %10s\n", "N", "balance", "wall_ms");
+  std::printf("\nreal runtime, one producer, 5000 tasks of ~1 us\n%5s %9s %10s\n", "N", "balance",
+              "wall_ms");
   for (unsigned n : {64u, 256u}) {
     for (mesh_balance b : {mesh_balance::none, mesh_balance::steal, mesh_balance::both}) {
       const char* names[] = {"none", "redirect", "steal", "both"};
@@ -275,7 +289,8 @@ TEST(MeshRuntime, ManyWorkersOversubscribed) {
         }
         g.wait();
       });
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::printf("%5u %9s %10.1f\n", n, names[static_cast<unsigned>(b)], ms);
       for (int i = 0; i < tasks; ++i) ASSERT_EQ(ran[static_cast<std::size_t>(i)].load(), 1) << i;
     }

@@ -139,7 +139,9 @@ void kernel(const options& o, runner& r, double per_us, const char* name, double
   record rec = time_kernel(o, "producer", name, MOTE_BENCH_RUNTIME_NAME, "ns", 1e9, n,
                            [&] { return r.round(n, iters); });
   for (double& s : rec.samples) s /= static_cast<double>(n);
-  rec.extra.add("tasks", static_cast<std::int64_t>(n)).add("task_us", task_us).add("iters", static_cast<std::int64_t>(iters));
+  rec.extra.add("tasks", static_cast<std::int64_t>(n))
+      .add("task_us", task_us)
+      .add("iters", static_cast<std::int64_t>(iters));
   emit(rec);
 }
 

@@ -4,8 +4,8 @@
 #include "scheduler/mesh.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -31,10 +31,11 @@ unsigned node_distance(unsigned a, unsigned b) { return a == b ? 0 : 1 + (a > b 
 
 }  // namespace
 
-mesh_queues::mesh_queues(const std::vector<unsigned>& worker_nodes, mesh_balance balance, std::size_t cell_capacity,
-                         bool sample)
+mesh_queues::mesh_queues(const std::vector<unsigned>& worker_nodes, mesh_balance balance,
+                         std::size_t cell_capacity, bool sample)
     : n_(static_cast<unsigned>(worker_nodes.size())),
-      cap_(cell_capacity != 0 ? cell_capacity : default_capacity(static_cast<unsigned>(worker_nodes.size()))),
+      cap_(cell_capacity != 0 ? cell_capacity
+                              : default_capacity(static_cast<unsigned>(worker_nodes.size()))),
       balance_(balance),
       sample_(sample) {
   if (n_ == 0) throw std::invalid_argument("mote: a queue mesh needs at least one worker");
@@ -54,7 +55,8 @@ mesh_queues::mesh_queues(const std::vector<unsigned>& worker_nodes, mesh_balance
     // Nearest node first; within a distance, the ring order from c (stable),
     // so that neighbours spread their looks over different workers.
     std::stable_sort(o.begin(), o.end(), [&](unsigned a, unsigned b) {
-      return node_distance(worker_nodes[c], worker_nodes[a]) < node_distance(worker_nodes[c], worker_nodes[b]);
+      return node_distance(worker_nodes[c], worker_nodes[a]) <
+             node_distance(worker_nodes[c], worker_nodes[b]);
     });
   }
 }
@@ -64,7 +66,8 @@ bool mesh_queues::lock(row& r) noexcept {
   // Acquire exchange: pairs with unlock()'s release store; the previous
   // holder's consumer-side work on the cells (the rings' private head
   // copies, the slots it read) happens before ours.
-  return !r.busy.load(std::memory_order_relaxed) && !r.busy.exchange(true, std::memory_order_acquire);
+  return !r.busy.load(std::memory_order_relaxed) &&
+         !r.busy.exchange(true, std::memory_order_acquire);
 }
 
 void mesh_queues::unlock(row& r) noexcept {
@@ -143,7 +146,8 @@ task* mesh_queues::pop_locked(row& r) noexcept {
   return nullptr;
 }
 
-std::size_t mesh_queues::migrate(row& from, unsigned to, unsigned producer, std::size_t max) noexcept {
+std::size_t mesh_queues::migrate(row& from, unsigned to, unsigned producer,
+                                 std::size_t max) noexcept {
   cell& dest = *rows_[to]->cells[producer];
   // The caller is dest's only producer, and its consumer only frees slots:
   // the room seen now is a lower bound, so every push below succeeds and no
@@ -154,7 +158,8 @@ std::size_t mesh_queues::migrate(row& from, unsigned to, unsigned producer, std:
     task* t = pop_locked(from);
     if (t == nullptr) break;
     if (MOTE_UNLIKELY(!dest.try_push(t))) {
-      std::fprintf(stderr, "mote: a mesh migration found its cell full after seeing room (a bug)\n");
+      std::fprintf(stderr,
+                   "mote: a mesh migration found its cell full after seeing room (a bug)\n");
       std::abort();
     }
     ++moved;
@@ -169,11 +174,14 @@ std::size_t mesh_queues::migrate(row& from, unsigned to, unsigned producer, std:
   return moved;
 }
 
-void mesh_queues::answer_locked(row& r, unsigned c, unsigned* answered_to, std::size_t* migrated) noexcept {
+void mesh_queues::answer_locked(row& r, unsigned c, unsigned* answered_to,
+                                std::size_t* migrated) noexcept {
   // Relaxed: the request carries no data (the thief's cells exist from the
   // start); the tasks we migrate are published by the rings' release stores.
   const std::uint32_t req = r.request.load(std::memory_order_relaxed);
-  if (req == 0 || (static_cast<unsigned>(balance_) & static_cast<unsigned>(mesh_balance::steal)) == 0) return;
+  if (req == 0 ||
+      (static_cast<unsigned>(balance_) & static_cast<unsigned>(mesh_balance::steal)) == 0)
+    return;
   const unsigned thief = req - 1;
   const std::size_t len = row_length(c);
   // Keep one for ourselves; move half the rest (at most kStealMax) into the
@@ -231,7 +239,8 @@ task* mesh_queues::pop(unsigned c, unsigned* answered_to, std::size_t* migrated)
   return t;
 }
 
-task* mesh_queues::balance_step(unsigned c, std::int64_t now, unsigned* victim, std::size_t* migrated) noexcept {
+task* mesh_queues::balance_step(unsigned c, std::int64_t now, unsigned* victim,
+                                std::size_t* migrated) noexcept {
   row& me = *rows_[c];
   *victim = kNone;
   *migrated = 0;
@@ -240,7 +249,8 @@ task* mesh_queues::balance_step(unsigned c, std::int64_t now, unsigned* victim, 
     row& v = *rows_[me.asked];
     // Relaxed: a hint (see pop()); a stale value delays the next request.
     const bool pending = v.request.load(std::memory_order_relaxed) == c + 1;
-    if (pending && now - me.asked_at < kForceAfterNs) return nullptr;  // the victim answers at its next take
+    if (pending && now - me.asked_at < kForceAfterNs)
+      return nullptr;  // the victim answers at its next take
     if (pending) {
       // Unanswered: the owner is running a long task, blocked or asleep.
       // Take its row's consumer side and serve ourselves.
@@ -407,17 +417,22 @@ class mesh_policy final : public scheduler {
   }
 
   void print_stats() const override {
-    std::fprintf(stderr, "mote: mesh scheduler (MOTE_SCHEDULER=mesh, balance %s, %zu slots a cell)\n",
+    std::fprintf(stderr,
+                 "mote: mesh scheduler (MOTE_SCHEDULER=mesh, balance %s, %zu slots a cell)\n",
                  balance_name(mesh_.balance()), mesh_.cell_capacity());
-    std::fprintf(stderr, "%6s %10s %10s %10s %10s %10s %10s %10s %10s\n", "worker", "len_max", "len_mean",
-                 "redirects", "requests", "answers", "migr_out", "forced", "migr_in");
+    std::fprintf(stderr, "%6s %10s %10s %10s %10s %10s %10s %10s %10s\n", "worker", "len_max",
+                 "len_mean", "redirects", "requests", "answers", "migr_out", "forced", "migr_in");
     for (unsigned c = 0; c < mesh_.size(); ++c) {
       const mesh_queues::row_stats& s = mesh_.stats(c);
-      const double mean = s.samples != 0 ? static_cast<double>(s.sum_len) / static_cast<double>(s.samples) : 0.0;
+      const double mean =
+          s.samples != 0 ? static_cast<double>(s.sum_len) / static_cast<double>(s.samples) : 0.0;
       std::fprintf(stderr, "%6u %10llu %10.2f %10llu %10llu %10llu %10llu %10llu %10llu\n", c,
-                   static_cast<unsigned long long>(s.max_len), mean, static_cast<unsigned long long>(s.redirects),
-                   static_cast<unsigned long long>(s.requests), static_cast<unsigned long long>(s.answers),
-                   static_cast<unsigned long long>(s.migrated_out), static_cast<unsigned long long>(s.forced),
+                   static_cast<unsigned long long>(s.max_len), mean,
+                   static_cast<unsigned long long>(s.redirects),
+                   static_cast<unsigned long long>(s.requests),
+                   static_cast<unsigned long long>(s.answers),
+                   static_cast<unsigned long long>(s.migrated_out),
+                   static_cast<unsigned long long>(s.forced),
                    static_cast<unsigned long long>(s.migrated_in));
     }
   }
@@ -425,10 +440,14 @@ class mesh_policy final : public scheduler {
  private:
   static const char* balance_name(mesh_balance b) {
     switch (b) {
-      case mesh_balance::none: return "none";
-      case mesh_balance::redirect: return "redirect";
-      case mesh_balance::steal: return "steal";
-      case mesh_balance::both: return "both";
+      case mesh_balance::none:
+        return "none";
+      case mesh_balance::redirect:
+        return "redirect";
+      case mesh_balance::steal:
+        return "steal";
+      case mesh_balance::both:
+        return "both";
     }
     return "?";
   }

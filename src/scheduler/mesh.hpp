@@ -70,8 +70,8 @@ class mesh_queues {
   // keeps the mesh's memory bounded as N grows. sample: count row lengths at
   // every take (MOTE_STATS). Throws std::bad_alloc, std::invalid_argument
   // (no workers).
-  mesh_queues(const std::vector<unsigned>& worker_nodes, mesh_balance balance, std::size_t cell_capacity = 0,
-              bool sample = false);
+  mesh_queues(const std::vector<unsigned>& worker_nodes, mesh_balance balance,
+              std::size_t cell_capacity = 0, bool sample = false);
   mesh_queues(const mesh_queues&) = delete;
   mesh_queues& operator=(const mesh_queues&) = delete;
 
@@ -99,7 +99,8 @@ class mesh_queues {
   // token and moves up to half its tasks into row c, returning one of them
   // (*victim and *migrated say from where and how many, the returned one
   // included). nullptr otherwise.
-  task* balance_step(unsigned c, std::int64_t now, unsigned* victim, std::size_t* migrated) noexcept;
+  task* balance_step(unsigned c, std::int64_t now, unsigned* victim,
+                     std::size_t* migrated) noexcept;
 
   // Tasks in row c now (acquire loads of each cell's indices: a snapshot).
   std::size_t row_length(unsigned c) const noexcept;
@@ -108,7 +109,9 @@ class mesh_queues {
   bool visible() const noexcept;
   // Does row c report under-loaded (its owner found it empty, and no push
   // came since)? A relaxed hint.
-  bool hungry(unsigned c) const noexcept { return rows_[c]->hungry.load(std::memory_order_relaxed); }
+  bool hungry(unsigned c) const noexcept {
+    return rows_[c]->hungry.load(std::memory_order_relaxed);
+  }
   // The order in which worker c looks at the others: nearest node first.
   const std::vector<unsigned>& order(unsigned c) const noexcept { return order_[c]; }
 
