@@ -45,6 +45,8 @@ stage_tsan() {
   local norandom=()
   if setarch "$(uname -m)" -R true 2>/dev/null; then norandom=(setarch "$(uname -m)" -R); fi
   # Each test runs up to 4 times: more interleavings for the race detector.
+  # That includes the <binary>.mesh entries: the models' randomized tests
+  # again under MOTE_SCHEDULER=mesh (tests/CMakeLists.txt).
   # The OpenMP programs (label omp: about 200 processes) run once: they are
   # whole programs with many regions each, and four runs of each would
   # double the stage.

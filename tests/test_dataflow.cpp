@@ -1515,6 +1515,20 @@ TEST(DataflowRandomDelegation, KeptLocalFromAThreadOutsideTheRuntime) {
   random_graphs(2, 0.01, true, static_cast<int>(scaled(60, 4)), kDelegation, 0, kKeep);
 }
 
+// And under the mesh (XQueue's N x N SPSC cells, round-robin, steal requests).
+constexpr auto kMesh = mote::scheduler_policy::mesh;
+TEST(DataflowRandomMesh, TwoWorkers) { random_graphs(2, 0.0, false, static_cast<int>(scaled(150, 6)), kMesh); }
+TEST(DataflowRandomMesh, FromAThreadOutsideTheRuntime) {
+  random_graphs(2, 0.01, true, static_cast<int>(scaled(60, 5)), kMesh);
+}
+TEST(DataflowRandomMesh, OversubscribedFourWorkers) {
+  random_graphs(4, 0.01, false, static_cast<int>(scaled(60, 5)), kMesh);
+}
+TEST(DataflowRandomMesh, FaultsInSpawn) { random_graphs(2, 0.01, false, static_cast<int>(scaled(100, 6)), kMesh, 0.2); }
+TEST(DataflowRandomMesh, KeptLocal) {
+  random_graphs(2, 0.01, false, static_cast<int>(scaled(100, 4)), kMesh, 0, kKeep);
+}
+
 }  // namespace
 
 // ---- Events: a task's end waits for what its body started ---------------------------

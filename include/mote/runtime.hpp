@@ -42,7 +42,7 @@ struct MOTE_API binding {
 };
 
 // How ready tasks are distributed; chosen when a runtime starts, never per
-// task. MOTE_SCHEDULER=steal|delegation. docs/scheduler.md compares them.
+// task. MOTE_SCHEDULER=steal|delegation|mesh. docs/scheduler.md compares them.
 enum class scheduler_policy {
   // Split deques, random victims, leapfrogging joins: a task_group spawn goes
   // on the spawning worker's own pool. The default.
@@ -53,6 +53,14 @@ enum class scheduler_policy {
   // whose holder hands tasks to the workers waiting in line. join's records
   // are still stolen from the frames deques.
   delegation,
+  // XQueue's mesh: every worker owns one lock-less SPSC queue per producing
+  // worker (N x N), producers spread task_group spawns and data-flow tasks
+  // round-robin, and MOTE_MESH_BALANCE picks the balancing (none, redirect,
+  // steal, both; default both). join's records are still stolen.
+  //
+  //   mote::runtime_options o;
+  //   o.scheduler = mote::scheduler_policy::mesh;  // or MOTE_SCHEDULER=mesh
+  mesh,
 };
 
 // Options for a runtime. An option left empty is taken from its environment

@@ -97,6 +97,8 @@ enum class trace_kind : std::uint8_t {
                  // adaptive offloading ran in place (docs/adaptive.md)
   mpi_iwait,     // aux: requests a data-flow task's end was bound to (mote::mpi::iwait)
   mpi_done,      // aux: requests a poll of the MPI layer found complete
+  mesh_redirect, // aux: the worker a spawn was steered to (MOTE_SCHEDULER=mesh, NA-RP)
+  mesh_migrate,  // aux: tasks moved << 16 | the other worker (mesh: a steal answered, or a rescue)
 };
 
 // Cycle counter for timestamps: cheaper than the clock, converted to

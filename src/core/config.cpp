@@ -317,9 +317,9 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
   // ---- Scheduler policy ----
   if (options.scheduler) {
     const scheduler_policy p = *options.scheduler;
-    if (p != scheduler_policy::work_stealing && p != scheduler_policy::delegation) {
+    if (p != scheduler_policy::work_stealing && p != scheduler_policy::delegation && p != scheduler_policy::mesh) {
       throw config_error("runtime_options::scheduler=" + std::to_string(static_cast<int>(p)) +
-                         " is not a scheduler_policy (expected work_stealing or delegation)");
+                         " is not a scheduler_policy (expected work_stealing, delegation or mesh)");
     }
     cfg.policy = p;
   } else if (const auto env = read_env("MOTE_SCHEDULER")) {
@@ -327,11 +327,28 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
       cfg.policy = scheduler_policy::work_stealing;
     } else if (iequals(*env, "delegation")) {
       cfg.policy = scheduler_policy::delegation;
+    } else if (iequals(*env, "mesh")) {
+      cfg.policy = scheduler_policy::mesh;
     } else {
-      fail("MOTE_SCHEDULER", *env, "unknown scheduler (expected steal or delegation)");
+      fail("MOTE_SCHEDULER", *env, "unknown scheduler (expected mesh, steal or delegation)");
     }
   } else {
     cfg.policy = scheduler_policy::work_stealing;
+  }
+  // The mesh's balancing protocols (read whatever the policy, so that a
+  // misspelt value is reported rather than ignored).
+  if (const auto env = read_env("MOTE_MESH_BALANCE")) {
+    if (iequals(*env, "none")) {
+      cfg.balance = mesh_balance::none;
+    } else if (iequals(*env, "redirect")) {
+      cfg.balance = mesh_balance::redirect;
+    } else if (iequals(*env, "steal")) {
+      cfg.balance = mesh_balance::steal;
+    } else if (iequals(*env, "both")) {
+      cfg.balance = mesh_balance::both;
+    } else {
+      fail("MOTE_MESH_BALANCE", *env, "unknown balancing (expected none, redirect, steal or both)");
+    }
   }
 
   // ---- NUMA node of each worker (the delegation scheduler's add-queues) ----

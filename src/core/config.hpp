@@ -13,6 +13,15 @@
 
 namespace mote::detail {
 
+// MOTE_MESH_BALANCE: which of XQueue's balancing protocols the mesh policy
+// (scheduler_policy::mesh, src/scheduler/mesh.hpp) runs.
+enum class mesh_balance : std::uint8_t {
+  none = 0,      // static round-robin (and the rescue of stranded tasks)
+  redirect = 1,  // NA-RP: producers steer new tasks to under-loaded workers
+  steal = 2,     // NA-WS: under-loaded workers ask loaded ones for tasks
+  both = 3,
+};
+
 struct resolved_config {
   unsigned num_workers = 1;
   std::vector<int> worker_cpus;           // one per worker: an os cpu index, or -1 (unpinned)
@@ -22,6 +31,7 @@ struct resolved_config {
   // worker is spread round the nodes by index. The delegation scheduler gives
   // each node an add-queue.
   std::vector<unsigned> worker_nodes;
+  mesh_balance balance = mesh_balance::both;  // MOTE_MESH_BALANCE (the mesh policy only)
   unsigned num_nodes = 1;
   std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;

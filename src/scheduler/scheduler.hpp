@@ -1,6 +1,6 @@
 // The scheduler policy: where a ready task that is not join's goes, and where
 // a worker looks for one. One implementation per file in this folder
-// (work_stealing.cpp, delegation.cpp), chosen once when a runtime starts by
+// (work_stealing.cpp, delegation.cpp, mesh.cpp), chosen once when a runtime starts by
 // make_scheduler() (scheduler.cpp). docs/scheduler.md has the policies.
 //
 // What stays in the core, whatever the policy: join's frames deque and its
@@ -52,6 +52,10 @@ class scheduler {
   // park()'s last look: is a task waiting in the policy's own queue? seq_cst
   // loads, the other half of the Dekker pair described at schedule().
   virtual bool visible(worker& self) noexcept = 0;
+
+  // MOTE_STATS: the policy's own columns, printed (stderr) after the
+  // workers' table when the runtime ends. Nothing by default.
+  virtual void print_stats() const {}
 };
 
 // The policy config.policy names, for rt (not yet running: no worker has

@@ -60,6 +60,7 @@ void runtime_impl::print_stats() const {
                static_cast<unsigned long long>(total.failed_steals),
                static_cast<unsigned long long>(total.parks),
                static_cast<unsigned long long>(total.wait_parks));
+  policy_->print_stats();
 }
 
 }  // namespace mote::detail

@@ -297,6 +297,13 @@ class writer {
           emit(instant(b, kind == trace_kind::steal ? "steal" : "failed steal", "steal", time) +
                ",\"args\":{\"victim\":" + std::to_string(aux) + "}}");
           break;
+        case trace_kind::mesh_redirect:
+          emit(instant(b, "redirect", "mesh", time) + ",\"args\":{\"to\":" + std::to_string(aux) + "}}");
+          break;
+        case trace_kind::mesh_migrate:
+          emit(instant(b, "migrate", "mesh", time) + ",\"args\":{\"tasks\":" + std::to_string(aux >> 16) +
+               ",\"peer\":" + std::to_string(aux & 0xffff) + "}}");
+          break;
         case trace_kind::task_fn:
           if (!stack.empty() && stack.back().kind == trace_kind::task_begin) {
             stack.back().name = names_.name_of(what).c_str();

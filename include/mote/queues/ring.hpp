@@ -222,6 +222,20 @@ class spsc_ring {
 
   std::size_t capacity() const noexcept { return mask_ + 1; }
 
+  // Items in the ring as any thread sees it now: a snapshot, exact only
+  // while neither side moves. Acquire loads of head, then tail (so the
+  // answer is never negative: tail only grows, and was at least head when
+  // head was read). Its acquire of tail pairs with the producer's release
+  // store, so a thread that saw an item here and then takes the consumer
+  // side (with synchronization from the last consumer) finds it.
+  //
+  //   if (q.size_approx() != 0) wake_the_consumer();
+  std::size_t size_approx() const noexcept {
+    const std::uint64_t h = head_.load(std::memory_order_acquire);
+    const std::uint64_t t = tail_.load(std::memory_order_acquire);
+    return static_cast<std::size_t>(t - h);
+  }
+
  private:
   static constexpr std::size_t kAlign = detail::cache_line;
 
