@@ -66,7 +66,9 @@ omp_state& state() {
 
 seat& seat_of(worker& w) noexcept { return *static_cast<seat*>(w.slot(kOmpSlot)); }
 
-constinit thread_local thread_state* tls_state = nullptr;
+// initial-exec: read on every task and construct (as the core's
+// current_worker); the general model calls __tls_get_addr each time.
+constinit thread_local thread_state* tls_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // set_region_start_hook's function. Relaxed: set before any region starts
 // (libgomp.so.1's constructor); only a code address, nothing published.

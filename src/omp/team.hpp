@@ -21,6 +21,7 @@
 
 #include "mote/detail/platform.hpp"
 #include "mote/detail/task.hpp"
+#include "mote/detail/task_alloc.hpp"
 #include "mote/export.hpp"
 #include "mote/tree_barrier.hpp"
 #include "omp/icv.hpp"
@@ -88,6 +89,12 @@ struct omp_task : detail::queued_task {
   bool detached = false;         // made with a detach clause
   bool has_copies = false;       // its arguments hold copy-constructed objects (task_args::copies)
   int priority = 0;
+  // An explicit task's record: how its block was taken (tasks.cpp,
+  // make_record: a worker's record cache for the usual sizes).
+  detail::record_tag tag{};
+  // Its body is timed (tasks.cpp, "Undeferred by choice"): the thread that
+  // runs it notes the ticks in its table of call sites.
+  bool timed = false;
   // Its data-environment ICVs (icv.cpp): icv points at them (nullptr: the
   // initial ones, globals().initial); icv_held is the block they are in when
   // the task holds a reference to one (a copy some task made to change
