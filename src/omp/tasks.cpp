@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -488,11 +489,26 @@ void note_work(void (*fn)(void*), unsigned depth, std::uint64_t ticks) noexcept 
 // The hand-off cost in ticks: MOTE_OMP_TASK_HANDOFF_NS (default 2000 ns, a
 // wake-up and a steal across cores on the machines mote targets); 0 never
 // runs a task in place by choice. Read once.
+// A value that is not a whole number of nanoseconds in 0..10^12 is named on
+// stderr, and the default stays.
 std::uint64_t handoff_ticks() noexcept {
   static const std::uint64_t ticks = [] {
-    long ns = 2000;
-    if (const char* text = std::getenv("MOTE_OMP_TASK_HANDOFF_NS")) ns = std::max(0L, std::atol(text));
-    return static_cast<std::uint64_t>(ns) * detail::ticks_per_us() / 1000;
+    constexpr long long kDefaultNs = 2000;
+    long long ns = kDefaultNs;
+    if (const char* text = std::getenv("MOTE_OMP_TASK_HANDOFF_NS")) {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(text, &end, 10);
+      if (*text == '\0' || *end != '\0' || errno != 0 || v < 0 || v > 1'000'000'000'000LL) {
+        std::fprintf(stderr, "mote: MOTE_OMP_TASK_HANDOFF_NS='%s' is not a number of nanoseconds (0 to 10^12); "
+                     "using %lld\n", text, kDefaultNs);
+      } else {
+        ns = v;
+      }
+    }
+    // Ticks, without overflow for any accepted value (ticks per us are a few thousand).
+    return static_cast<std::uint64_t>(ns) / 1000 * detail::ticks_per_us() +
+           static_cast<std::uint64_t>(ns) % 1000 * detail::ticks_per_us() / 1000;
   }();
   return ticks;
 }
@@ -500,8 +516,9 @@ std::uint64_t handoff_ticks() noexcept {
 enum class placement : std::uint8_t { away, away_timed, here, here_timed };
 
 placement choose_placement(void (*fn)(void*), unsigned depth, worker& self) noexcept {
-  site_entry& e = site_of(fn, depth);
   const std::uint64_t handoff = handoff_ticks();
+  if (MOTE_UNLIKELY(handoff == 0)) return placement::away;  // MOTE_OMP_TASK_HANDOFF_NS=0: every task deferred
+  site_entry& e = site_of(fn, depth);
   const bool deep = self.pool().depth() >= kDeepQueue;
   if (!deep && e.work == 0) return placement::away_timed;
   if (deep || e.work < handoff) {
