@@ -179,6 +179,13 @@ bool group_cancelled(const taskgroup* g) noexcept {
          g->enclosing->cancelled.load(std::memory_order_relaxed);  // relaxed: a hint (above)
 }
 
+// OMP_CANCELLATION (read once, when the library loads): a pointer to the
+// flag, so that the task paths test it inline.
+bool cancellation_on() noexcept {
+  static const bool* const flag = &globals().cancellation;
+  return *flag;
+}
+
 // Is t's region or taskgroup cancelled (it starts no new task, and t does
 // not start when its body holds no copy-constructed objects)?
 bool region_or_group_cancelled(const team* tm, const taskgroup* g) noexcept {
@@ -311,7 +318,7 @@ void close_handed(omp_task& x) noexcept {
 template <class Done>
 void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
   if (done()) return;
-  thread_state& st = current();
+  thread_state& st = current_inline();
   omp_task* const x = st.task;
   team* const tm = st.tm;
   std::uint64_t seen = ~std::uint64_t{0};  // bounced_pushes when `bounced` last had nothing for us
@@ -633,7 +640,7 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved) noexcept {
   detail::df_task* const df = detail::df_exchange_current_task(nullptr);
   // A task of a cancelled region or taskgroup does not start, but for one
   // whose arguments hold objects its body destroys (as GNU's library).
-  const bool skip = !t->has_copies && MOTE_UNLIKELY(globals().cancellation) &&
+  const bool skip = !t->has_copies && MOTE_UNLIKELY(cancellation_on()) &&
                     region_or_group_cancelled(t->tm, t->group);
   if (MOTE_UNLIKELY(t->timed)) {
     const std::uint64_t t0 = detail::cycle_clock();
@@ -656,7 +663,7 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved) noexcept {
   if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, st);
 }
 
-void run_body(omp_task* t, thread_state* st) noexcept { run_in(t, st, &current()); }
+void run_body(omp_task* t, thread_state* st) noexcept { run_in(t, st, &current_inline()); }
 
 // The calling thread's state in t's team, or nullptr when it is not in it.
 thread_state* state_for(const omp_task* t) noexcept {
@@ -1007,7 +1014,7 @@ bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept {
 }
 
 bool in_final() noexcept {
-  const thread_state& st = current();
+  const thread_state& st = current_inline();
   return st.task != nullptr && st.task->is_final;
 }
 
@@ -1038,18 +1045,25 @@ void placed(const task_args& a, thread_state& st, bool final_task, worker& self)
 }  // namespace
 
 void task(const task_args& a) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   omp_task& parent = *st.task;
   worker* const self = detail::current_worker;
   constexpr unsigned kSlowFlags = kFlagDepend | kFlagDetach | kFlagPriority | kFlagFinal;
   // The usual task (deferrable, on a worker of its team, none of the clauses
   // that take the long way): straight to its placement.
   if (MOTE_LIKELY((a.flags & kSlowFlags) == 0 && a.if_clause && !parent.is_final && self != nullptr &&
-                  st.self == self && !globals().cancellation)) {
+                  st.self == self && !cancellation_on())) {
     placed(a, st, false, *self);
     return;
   }
-  if (MOTE_UNLIKELY(globals().cancellation)) {
+  // An if(0) task, or one made in a final task, without dependences or a
+  // detach clause: at once (as below, without the rest of the checks).
+  if ((a.flags & (kFlagDepend | kFlagDetach)) == 0 && (!a.if_clause || parent.is_final) &&
+      !cancellation_on()) {
+    run_undeferred(a, st, (a.flags & kFlagFinal) != 0 || parent.is_final);
+    return;
+  }
+  if (MOTE_UNLIKELY(cancellation_on())) {
     // A cancelled region or taskgroup starts no new task (as GNU's library,
     // which makes none): not even one that would run here, undeferred.
     if (region_or_group_cancelled(st.tm, innermost_group(parent))) return;
@@ -1086,7 +1100,7 @@ void task(const task_args& a) {
 }
 
 void taskwait() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   omp_task& t = *st.task;
   // Every child complete, those with dependences too (their data-flow
   // tasks' ends follow at once); the scope's wait then only forgets them.
@@ -1095,7 +1109,7 @@ void taskwait() {
 }
 
 void taskwait_depend(void** depend) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   omp_task& t = *st.task;
   if (t.scope == nullptr) return;  // no sibling has dependences
   depend_list deps = decode_depend(depend);
@@ -1126,13 +1140,13 @@ void taskwait_depend(void** depend) {
 // handed-back children, the team's, or what help_once finds and
 // run_scheduled accepts). GNU's library runs none.
 void taskyield() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   std::uint64_t seen = ~std::uint64_t{0};
   if (!run_handed(st) && !run_bounced(st, false, &seen) && st.self == detail::current_worker) (void)help_once();
 }
 
 void taskgroup_start() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   auto* g = new taskgroup();
   g->outer = st.task->open_group;
   g->enclosing = innermost_group(*st.task);
@@ -1141,7 +1155,7 @@ void taskgroup_start() {
 }
 
 void taskgroup_end() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   taskgroup* g = st.task->open_group;
   if (g == nullptr) return;
   wait_until([g] { return g->count.load(std::memory_order_seq_cst) == 0; }, &g->waiter);
@@ -1150,7 +1164,7 @@ void taskgroup_end() {
 }
 
 bool cancel_taskgroup() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   taskgroup* g = innermost_group(*st.task);
   if (g == nullptr) return false;
   if (g->workshare && g->enclosing != nullptr) g = g->enclosing;
@@ -1161,7 +1175,7 @@ bool cancel_taskgroup() {
 bool taskgroup_cancelled() noexcept {
   // cancel parallel cancels the region's explicit tasks too (GNU's
   // cancellation point taskgroup answers for the region as well).
-  const thread_state& st = current();
+  const thread_state& st = current_inline();
   return region_or_group_cancelled(st.tm, innermost_group(*st.task));
 }
 
@@ -1256,7 +1270,7 @@ unsigned copy_index(const thread_state& st) {
 }  // namespace
 
 void taskgroup_reduction_register(std::uintptr_t* data) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   if (st.task->open_group == nullptr) taskgroup_start();
   taskgroup* g = st.task->open_group;
   register_chain(data, g->reductions, nullptr, st.tm != nullptr ? st.tm->n : 1);
@@ -1272,7 +1286,7 @@ void taskgroup_reduction_unregister(std::uintptr_t* data) {
 }
 
 void task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   const unsigned id = copy_index(st);
   taskgroup* g = innermost_group(*st.task);
   std::uintptr_t* data = g != nullptr ? g->reductions : nullptr;
@@ -1317,14 +1331,14 @@ void workshare_taskgroup_start() {
 }
 
 void workshare_reduction_register(std::uintptr_t* data, std::uintptr_t* orig) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   taskgroup* g = st.task->open_group;
   register_chain(data, g->reductions, orig, st.tm != nullptr ? st.tm->n : 1);
   g->reductions = data;
 }
 
 void workshare_task_reduction_unregister(bool cancelled) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   taskgroup* g = st.task->open_group;
   std::uintptr_t* data = g->reductions;
   taskgroup_end();
@@ -1350,7 +1364,7 @@ unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, u
   // its part overwritten. No task of the team exists before the release.
   auto trampoline = [](void* p) {
     auto& c = *static_cast<context*>(p);
-    thread_state& st = current();
+    thread_state& st = current_inline();
     if (st.id == 0) {
       c.size = st.tm != nullptr ? st.tm->n : 1;
       register_chain(c.rdata, nullptr, nullptr, c.size);
