@@ -832,7 +832,7 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
   } else {
     a.fn(a.data);
   }
-  finish_scope(t);
+  if (t.scope != nullptr) finish_scope(t);
   wait_until([&t] { return (t.counts.load(std::memory_order_acquire) & kPendingMask) == 1; }, &t.waiter);
   // Not closed: its children are all complete, so its list is empty and
   // nothing can be handed back to it any more.
@@ -1042,27 +1042,11 @@ void placed(const task_args& a, thread_state& st, bool final_task, worker& self)
   }
 }
 
-}  // namespace
-
-void task(const task_args& a) {
-  thread_state& st = current_inline();
+// task() for the tasks its two quick tests leave: the clauses that take the
+// long way, cancellation on. Out of line, so that task()'s own frame and
+// prologue stay those of the quick tests.
+__attribute__((noinline)) void task_general(const task_args& a, thread_state& st, worker* self) {
   omp_task& parent = *st.task;
-  worker* const self = detail::current_worker;
-  constexpr unsigned kSlowFlags = kFlagDepend | kFlagDetach | kFlagPriority | kFlagFinal;
-  // The usual task (deferrable, on a worker of its team, none of the clauses
-  // that take the long way): straight to its placement.
-  if (MOTE_LIKELY((a.flags & kSlowFlags) == 0 && a.if_clause && !parent.is_final && self != nullptr &&
-                  st.self == self && !cancellation_on())) {
-    placed(a, st, false, *self);
-    return;
-  }
-  // An if(0) task, or one made in a final task, without dependences or a
-  // detach clause: at once (as below, without the rest of the checks).
-  if ((a.flags & (kFlagDepend | kFlagDetach)) == 0 && (!a.if_clause || parent.is_final) &&
-      !cancellation_on()) {
-    run_undeferred(a, st, (a.flags & kFlagFinal) != 0 || parent.is_final);
-    return;
-  }
   if (MOTE_UNLIKELY(cancellation_on())) {
     // A cancelled region or taskgroup starts no new task (as GNU's library,
     // which makes none): not even one that would run here, undeferred.
@@ -1097,6 +1081,32 @@ void task(const task_args& a) {
     return;
   }
   defer(a, st, deps, final_task, worker_here ? self : nullptr, false);
+}
+
+}  // namespace
+
+void task(const task_args& a) {
+  thread_state& st = current_inline();
+  const omp_task& parent = *st.task;
+  worker* const self = detail::current_worker;
+  const bool worker_here = self != nullptr && st.self == self;
+  constexpr unsigned kSlowFlags = kFlagDepend | kFlagDetach | kFlagPriority | kFlagFinal;
+  // The usual task (deferrable, on a worker of its team, none of the clauses
+  // that take the long way): straight to its placement.
+  if (MOTE_LIKELY((a.flags & kSlowFlags) == 0 && a.if_clause && !parent.is_final && worker_here &&
+                  !cancellation_on())) {
+    placed(a, st, false, *self);
+    return;
+  }
+  // A task that runs at once (if(0), made in a final task, or on a thread
+  // that is no worker of its team) without dependences or a detach clause:
+  // as task_general would run it, without the rest of its checks.
+  if ((a.flags & (kFlagDepend | kFlagDetach)) == 0 && (!a.if_clause || parent.is_final || !worker_here) &&
+      !cancellation_on()) {
+    run_undeferred(a, st, (a.flags & kFlagFinal) != 0 || parent.is_final);
+    return;
+  }
+  task_general(a, st, self);
 }
 
 void taskwait() {
