@@ -24,6 +24,11 @@ QUOTED = {
 }
 
 
+# The suites whose records the report's opening table (preamble) reads: it is
+# shown when the run has either.
+PREAMBLE_SUITES = ("micro", "fork_join")
+
+
 def spawn_costs(registry, idx):
     """Per runtime: spawn+join ns from the empty-task loop (1 and 2 workers)
     and derived from fib: (t_fib(1 worker) - t_fib(serial)) / spawns."""

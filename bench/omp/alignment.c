@@ -9,7 +9,9 @@
 //
 //   OMP_NUM_THREADS=2 ./bench_omp_alignment --sequences 30 --min-length 100 --max-length 400
 //
-// The scores are checked against the same pairs scored serially, once, by the
+// Kernels: alignment (BOTS' alignment_single: one thread makes the tasks),
+// alignment_for (every thread makes the tasks of the rows a dynamic loop
+// deals it), each also _untied. The scores are checked against the same pairs scored serially, once, by the
 // program.
 #include "omp_harness.h"
 
@@ -75,21 +77,38 @@ static int64_t align_checksum(const struct align_state* s, const int* score) {
   return omp_bench_result(h);
 }
 
-static int64_t run_alignment(void* ctx) {
-  struct align_state* s = ctx;
-  int n = s->sequences;
-#pragma omp parallel
-  {
-#pragma omp single
-    for (int i = 0; i < n; ++i) {
-      for (int j = i + 1; j < n; ++j) {
-#pragma omp task firstprivate(i, j)
-        align_score(s, i, j, &s->score[(size_t)i * n + j]);
-      }
-    }
+// The pairs' tasks made by one thread (single) or by every thread over the
+// rows (for: BOTS' alignment_for, rows dealt dynamically), tied or untied.
+#define ALIGN_RUN(name, tiedness, for_rows)                                                    \
+  static int64_t name(void* ctx) {                                                             \
+    struct align_state* s = ctx;                                                               \
+    int n = s->sequences;                                                                      \
+    OMP_BENCH_PRAGMA(omp parallel)                                                             \
+    {                                                                                          \
+      if (for_rows) {                                                                          \
+        OMP_BENCH_PRAGMA(omp for schedule(dynamic) nowait)                                     \
+        for (int i = 0; i < n; ++i) {                                                          \
+          for (int j = i + 1; j < n; ++j) {                                                    \
+            OMP_BENCH_PRAGMA(omp task firstprivate(i, j) tiedness)                             \
+            align_score(s, i, j, &s->score[(size_t)i * n + j]);                                \
+          }                                                                                    \
+        }                                                                                      \
+      } else {                                                                                 \
+        OMP_BENCH_PRAGMA(omp single)                                                           \
+        for (int i = 0; i < n; ++i) {                                                          \
+          for (int j = i + 1; j < n; ++j) {                                                    \
+            OMP_BENCH_PRAGMA(omp task firstprivate(i, j) tiedness)                             \
+            align_score(s, i, j, &s->score[(size_t)i * n + j]);                                \
+          }                                                                                    \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    return align_checksum(s, s->score);                                                        \
   }
-  return align_checksum(s, s->score);
-}
+ALIGN_RUN(run_alignment, , 0)
+ALIGN_RUN(run_alignment_untied, untied, 0)
+ALIGN_RUN(run_alignment_for, , 1)
+ALIGN_RUN(run_alignment_for_untied, untied, 1)
 
 static int check_alignment(void* ctx, int64_t result) {
   struct align_state* s = ctx;
@@ -142,8 +161,9 @@ static void align_generate(struct align_state* s) {
 
 int main(int argc, char** argv) {
   struct omp_bench_options o = omp_bench_parse(argc, argv);
-  static const char* const kernels[] = {"alignment"};
-  omp_bench_known_kernels(&o, kernels, 1);
+  static const char* const kernels[] = {"alignment", "alignment_untied", "alignment_for", "alignment_for_untied"};
+  int64_t (*const runs[])(void*) = {run_alignment, run_alignment_untied, run_alignment_for, run_alignment_for_untied};
+  omp_bench_known_kernels(&o, kernels, 4);
   static struct align_state s;
   s.sequences = (int)omp_bench_long(&o, "--sequences", 30);
   s.min_length = (int)omp_bench_long(&o, "--min-length", 100);
@@ -161,13 +181,15 @@ int main(int argc, char** argv) {
   s.score = calloc(n * n, sizeof *s.score);
   if (s.residue == NULL || s.length == NULL || s.score == NULL) omp_bench_fail("out of memory");
   align_generate(&s);
-  struct omp_bench_kernel k = {
-      .name = "alignment", .run = run_alignment, .check = check_alignment, .ctx = &s};
-  omp_bench_extra(&k, "sequences", s.sequences);
-  omp_bench_extra(&k, "min_length", s.min_length);
-  omp_bench_extra(&k, "max_length", s.max_length);
-  omp_bench_extra(&k, "tasks", (long long)(n * (n - 1) / 2));
-  omp_bench_time(&o, &k);
+  for (int v = 0; v < 4; ++v) {
+    if (!omp_bench_wants(&o, kernels[v])) continue;
+    struct omp_bench_kernel k = {.name = kernels[v], .run = runs[v], .check = check_alignment, .ctx = &s};
+    omp_bench_extra(&k, "sequences", s.sequences);
+    omp_bench_extra(&k, "min_length", s.min_length);
+    omp_bench_extra(&k, "max_length", s.max_length);
+    omp_bench_extra(&k, "tasks", (long long)(n * (n - 1) / 2));
+    omp_bench_time(&o, &k);
+  }
   for (size_t i = 0; i < n; ++i) free(s.residue[i]);
   free(s.residue);
   free(s.length);

@@ -10,8 +10,10 @@
 //
 //   OMP_NUM_THREADS=2 ./bench_omp_floorplan --cells 8
 //
-// Cells placed at depth --cutoff or deeper (default: none) are searched
-// serially. The best area is checked against a serial search made once by the
+// Kernels: BOTS' six variants (omp_harness.h): floorplan (a task per
+// candidate), floorplan_if_clause (cells at depth >= --cutoff, default 5,
+// are placed by if(0) tasks), floorplan_manual (those are searched serially),
+// each also _untied. The best area is checked against a serial search made once by the
 // program (the minimum does not depend on the order the tree is searched in).
 #include <limits.h>
 
@@ -37,7 +39,9 @@ struct floorplan_placement {
 
 struct floorplan_state {
   int cells;
-  int cutoff;
+  int cutoff;  // the depth from which the if_clause and manual variants stop making tasks
+  enum omp_bench_cut cut;
+  int untied;
   struct floorplan_cell cell[FLOORPLAN_MAX_CELLS];
   int area_after[FLOORPLAN_MAX_CELLS + 1];  // the cells' area from cell i on
   int best;                                 // shared by the search's tasks
@@ -162,28 +166,35 @@ static void floorplan_serial(struct floorplan_state* s, const struct floorplan_p
   }
 }
 
-// `p` lives in the parent's frame, which waits for these tasks before it returns.
-static void floorplan_tasks(struct floorplan_state* s, const struct floorplan_placement* p, int i) {
-  if (i >= s->cutoff || i == s->cells) {
-    floorplan_serial(s, p, i);
-    return;
+// `p` lives in the parent's frame, which waits for these tasks before it
+// returns. One recursion per tiedness (omp_harness.h, "BOTS' variants"):
+// cells at depth >= the cut-off are placed by if(0) tasks (if_clause) or
+// searched serially (manual).
+#define FLOORPLAN_TASKS(name, tiedness)                                                        \
+  static void name(struct floorplan_state* s, const struct floorplan_placement* p, int i) {    \
+    if (i == s->cells || (s->cut == OMP_BENCH_MANUAL && i >= s->cutoff)) {                     \
+      floorplan_serial(s, p, i);                                                               \
+      return;                                                                                  \
+    }                                                                                          \
+    const int spawn = s->cut != OMP_BENCH_IF_CLAUSE || i < s->cutoff;                          \
+    const struct floorplan_cell* c = &s->cell[i];                                              \
+    for (int shape = 0; shape < c->shapes; ++shape) {                                          \
+      for (int anchor = 0; anchor < FLOORPLAN_ANCHORS; ++anchor) {                             \
+        OMP_BENCH_PRAGMA(omp task firstprivate(shape, anchor) if(spawn) tiedness)              \
+        {                                                                                      \
+          int x;                                                                               \
+          int y;                                                                               \
+          floorplan_anchor(p, i - 1, anchor, c->w[shape], c->h[shape], &x, &y);               \
+          struct floorplan_placement next;                                                     \
+          if (floorplan_try(s, p, i, x, y, c->w[shape], c->h[shape], &next))                  \
+            name(s, &next, i + 1);                                                             \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+    OMP_BENCH_PRAGMA(omp taskwait)                                                             \
   }
-  const struct floorplan_cell* c = &s->cell[i];
-  for (int shape = 0; shape < c->shapes; ++shape) {
-    for (int anchor = 0; anchor < FLOORPLAN_ANCHORS; ++anchor) {
-#pragma omp task firstprivate(shape, anchor)
-      {
-        int x;
-        int y;
-        floorplan_anchor(p, i - 1, anchor, c->w[shape], c->h[shape], &x, &y);
-        struct floorplan_placement next;
-        if (floorplan_try(s, p, i, x, y, c->w[shape], c->h[shape], &next))
-          floorplan_tasks(s, &next, i + 1);
-      }
-    }
-  }
-#pragma omp taskwait
-}
+FLOORPLAN_TASKS(floorplan_tied, )
+FLOORPLAN_TASKS(floorplan_untied, untied)
 
 // The first cell goes at the origin in each of its shapes.
 static void floorplan_search(struct floorplan_state* s, int parallel) {
@@ -194,7 +205,11 @@ static void floorplan_search(struct floorplan_state* s, int parallel) {
     memset(&start, 0, sizeof start);
     floorplan_place(&start, 0, 0, 0, c->w[shape], c->h[shape]);
     if (parallel) {
-      floorplan_tasks(s, &start, 1);
+      if (s->untied) {
+        floorplan_untied(s, &start, 1);
+      } else {
+        floorplan_tied(s, &start, 1);
+      }
     } else {
       floorplan_serial(s, &start, 1);
     }
@@ -247,18 +262,24 @@ static void floorplan_generate(struct floorplan_state* s) {
 
 int main(int argc, char** argv) {
   struct omp_bench_options o = omp_bench_parse(argc, argv);
-  static const char* const kernels[] = {"floorplan"};
-  omp_bench_known_kernels(&o, kernels, 1);
+  omp_bench_known_variants(&o, "floorplan");
   static struct floorplan_state s;
   s.cells = (int)omp_bench_long(&o, "--cells", 8);
   if (s.cells < 2 || s.cells > FLOORPLAN_MAX_CELLS)
     omp_bench_usage_error("--cells", "out of 2..24");
-  s.cutoff = (int)omp_bench_long(&o, "--cutoff", s.cells);
+  s.cutoff = (int)omp_bench_long(&o, "--cutoff", 5);
   floorplan_generate(&s);
-  struct omp_bench_kernel k = {
-      .name = "floorplan", .run = run_floorplan, .check = check_floorplan, .ctx = &s};
-  omp_bench_extra(&k, "cells", s.cells);
-  omp_bench_extra(&k, "cutoff", s.cutoff);
-  omp_bench_time(&o, &k);
+  for (int v = 0; v < OMP_BENCH_VARIANTS; ++v) {
+    const struct omp_bench_variant* var = &omp_bench_variants[v];
+    char name[64];
+    omp_bench_variant_name(name, sizeof name, "floorplan", var);
+    if (!omp_bench_wants(&o, name)) continue;
+    s.cut = var->cut;
+    s.untied = var->untied;
+    struct omp_bench_kernel k = {.name = name, .run = run_floorplan, .check = check_floorplan, .ctx = &s};
+    omp_bench_extra(&k, "cells", s.cells);
+    omp_bench_extra(&k, "cutoff", var->cut == OMP_BENCH_NO_CUTOFF ? -1 : s.cutoff);
+    omp_bench_time(&o, &k);
+  }
   return 0;
 }

@@ -9,6 +9,10 @@
 //
 //   OMP_NUM_THREADS=2 ./bench_omp_health --levels 5 --branch 4 --steps 800
 //
+// Kernels: BOTS' six variants (omp_harness.h): health (a task per village),
+// health_if_clause (villages at level >= --cutoff, default 2, are if(0)
+// tasks), health_manual (those are visited serially), each also _untied.
+//
 // The outcome does not depend on the schedule: each village draws from its
 // own random generator and takes its children's referrals in child order once
 // they are done. The statistics are checked against a serial run of the same
@@ -68,6 +72,9 @@ struct health_state {
   struct health_village* reference;  // the serial run's tree, made on the first check
   struct health_stats expected;
   long long villages;
+  int cutoff;  // the level from which the if_clause and manual variants stop making tasks
+  enum omp_bench_cut cut;
+  int untied;
 };
 
 static double health_uniform(struct health_village* v) {
@@ -180,16 +187,27 @@ static void health_step_serial(struct health_village* v) {
   health_hospital(v);
 }
 
-static void health_step_tasks(struct health_village* v) {
-  for (int c = 0; c < v->children; ++c) {
-    struct health_village* child = &v->child[c];
-#pragma omp task firstprivate(child)
-    health_step_tasks(child);
+// One recursion per tiedness (omp_harness.h, "BOTS' variants"): villages at
+// levels at or past the cut-off are if(0) tasks (if_clause) or visited
+// serially (manual).
+#define HEALTH_STEP_TASKS(name, tiedness)                                                      \
+  static void name(struct health_village* v, const struct health_state* s) {                  \
+    if (s->cut == OMP_BENCH_MANUAL && v->level >= s->cutoff) {                                 \
+      health_step_serial(v);                                                                   \
+      return;                                                                                  \
+    }                                                                                          \
+    for (int c = 0; c < v->children; ++c) {                                                    \
+      struct health_village* child = &v->child[c];                                             \
+      const int spawn = s->cut != OMP_BENCH_IF_CLAUSE || child->level < s->cutoff;             \
+      OMP_BENCH_PRAGMA(omp task firstprivate(child) if(spawn) tiedness)                        \
+      name(child, s);                                                                          \
+    }                                                                                          \
+    OMP_BENCH_PRAGMA(omp taskwait)                                                             \
+    for (int c = 0; c < v->children; ++c) health_append(&v->waiting, &v->child[c].referred);   \
+    health_hospital(v);                                                                        \
   }
-#pragma omp taskwait
-  for (int c = 0; c < v->children; ++c) health_append(&v->waiting, &v->child[c].referred);
-  health_hospital(v);
-}
+HEALTH_STEP_TASKS(health_step_tied, )
+HEALTH_STEP_TASKS(health_step_untied, untied)
 
 static long long health_build(struct health_village* v, int level, int levels, int branch,
                               int* next_id) {
@@ -261,7 +279,13 @@ static int64_t run_health(void* ctx) {
 #pragma omp parallel
   {
 #pragma omp single
-    for (int step = 0; step < s->steps; ++step) health_step_tasks(s->root);
+    for (int step = 0; step < s->steps; ++step) {
+      if (s->untied) {
+        health_step_untied(s->root, s);
+      } else {
+        health_step_tied(s->root, s);
+      }
+    }
   }
   struct health_stats sum = {0};
   health_sum(s->root, &sum);
@@ -294,12 +318,12 @@ static int check_health(void* ctx, int64_t result) {
 
 int main(int argc, char** argv) {
   struct omp_bench_options o = omp_bench_parse(argc, argv);
-  static const char* const kernels[] = {"health"};
-  omp_bench_known_kernels(&o, kernels, 1);
+  omp_bench_known_variants(&o, "health");
   struct health_state s = {0};
   s.levels = (int)omp_bench_long(&o, "--levels", 5);
   s.branch = (int)omp_bench_long(&o, "--branch", 4);
   s.steps = (int)omp_bench_long(&o, "--steps", 800);
+  s.cutoff = (int)omp_bench_long(&o, "--cutoff", 2);
   if (s.levels < 1 || s.levels > 12) omp_bench_usage_error("--levels", "out of 1..12");
   if (s.branch < 1 || s.branch > 64) omp_bench_usage_error("--branch", "out of 1..64");
   if (s.steps < 1) omp_bench_usage_error("--steps", "below 1");
@@ -307,16 +331,24 @@ int main(int argc, char** argv) {
   if (s.root == NULL) omp_bench_fail("out of memory");
   int next_id = 0;
   s.villages = health_build(s.root, 0, s.levels, s.branch, &next_id);
-  struct omp_bench_kernel k = {.name = "health",
-                               .run = run_health,
-                               .check = check_health,
-                               .prepare = prepare_health,
-                               .ctx = &s};
-  omp_bench_extra(&k, "levels", s.levels);
-  omp_bench_extra(&k, "branch", s.branch);
-  omp_bench_extra(&k, "steps", s.steps);
-  omp_bench_extra(&k, "tasks", (s.villages - 1) * s.steps);
-  omp_bench_time(&o, &k);
+  for (int v = 0; v < OMP_BENCH_VARIANTS; ++v) {
+    const struct omp_bench_variant* var = &omp_bench_variants[v];
+    char name[64];
+    omp_bench_variant_name(name, sizeof name, "health", var);
+    if (!omp_bench_wants(&o, name)) continue;
+    s.cut = var->cut;
+    s.untied = var->untied;
+    struct omp_bench_kernel k = {.name = name,
+                                 .run = run_health,
+                                 .check = check_health,
+                                 .prepare = prepare_health,
+                                 .ctx = &s};
+    omp_bench_extra(&k, "levels", s.levels);
+    omp_bench_extra(&k, "branch", s.branch);
+    omp_bench_extra(&k, "steps", s.steps);
+    omp_bench_extra(&k, "cutoff", var->cut == OMP_BENCH_NO_CUTOFF ? -1 : s.cutoff);
+    omp_bench_time(&o, &k);
+  }
   health_destroy(s.root);
   free(s.root);
   if (s.reference != NULL) {

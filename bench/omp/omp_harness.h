@@ -156,6 +156,50 @@ static inline void omp_bench_known_kernels(const struct omp_bench_options* o,
   omp_bench_usage_error("--kernel", o->kernel);
 }
 
+// ---- BOTS' variants ------------------------------------------------------------
+// A recursive program of the Barcelona OpenMP Tasks Suite comes in up to six
+// variants: where it stops making tasks (no cut-off: a task per call;
+// if_clause: calls at depth >= the cut-off are tasks with if(0), undeferred;
+// manual: calls at depth >= the cut-off are plain serial calls), each with
+// tied or untied tasks. A program registers one kernel per variant, named
+// <program><suffix> (fib, fib_untied, fib_if_clause, ...); its recursion is
+// written once in a macro instantiated for tied and untied (the clause is
+// part of the pragma, so it cannot be a run-time value):
+//
+//   #define FIB(name, tiedness) ... OMP_BENCH_PRAGMA(omp task shared(x) if(spawn) tiedness) ...
+//   FIB(fib_tied, )
+//   FIB(fib_untied, untied)
+enum omp_bench_cut { OMP_BENCH_NO_CUTOFF, OMP_BENCH_IF_CLAUSE, OMP_BENCH_MANUAL };
+struct omp_bench_variant {
+  const char* suffix;
+  enum omp_bench_cut cut;
+  int untied;
+};
+enum { OMP_BENCH_VARIANTS = 6 };
+static const struct omp_bench_variant omp_bench_variants[OMP_BENCH_VARIANTS] = {
+    {"", OMP_BENCH_NO_CUTOFF, 0},         {"_untied", OMP_BENCH_NO_CUTOFF, 1},
+    {"_if_clause", OMP_BENCH_IF_CLAUSE, 0}, {"_if_clause_untied", OMP_BENCH_IF_CLAUSE, 1},
+    {"_manual", OMP_BENCH_MANUAL, 0},       {"_manual_untied", OMP_BENCH_MANUAL, 1},
+};
+#define OMP_BENCH_PRAGMA(x) _Pragma(#x)
+
+// The kernel name of `base` in variant v (in a buffer of the caller's).
+static inline const char* omp_bench_variant_name(char* buf, size_t size, const char* base,
+                                                 const struct omp_bench_variant* v) {
+  snprintf(buf, size, "%s%s", base, v->suffix);
+  return buf;
+}
+
+// Stops with status 2 when --kernel names none of base's variants.
+static inline void omp_bench_known_variants(const struct omp_bench_options* o, const char* base) {
+  if (o->kernel == NULL) return;
+  char name[64];
+  for (int i = 0; i < OMP_BENCH_VARIANTS; ++i) {
+    if (strcmp(o->kernel, omp_bench_variant_name(name, sizeof name, base, &omp_bench_variants[i])) == 0) return;
+  }
+  omp_bench_usage_error("--kernel", o->kernel);
+}
+
 // Adds "key":value to the record's extra members (the kernel's parameters).
 static inline void omp_bench_extra(struct omp_bench_kernel* k, const char* key, long long value) {
   size_t used = strlen(k->extra);

@@ -10,6 +10,8 @@
 //   sparselu_for      every thread, inside worksharing loops over the blocks;
 //                     a loop's implicit barrier ends each phase
 //
+//   sparselu_single_untied, sparselu_for_untied   the same with untied tasks
+//
 //   OMP_NUM_THREADS=2 ./bench_omp_sparselu --kernel sparselu_for --nb 30 --bs 32
 //
 // The factors are checked against a serial factorisation of the same matrix
@@ -101,72 +103,78 @@ static void sparselu_serial(float** m, int nb, int bs) {
   }
 }
 
-static void sparselu_single(float** m, int nb, int bs) {
-#pragma omp parallel
-#pragma omp single
-  for (int kk = 0; kk < nb; ++kk) {
-    sparselu_lu0(m[kk * nb + kk], bs);
-    for (int jj = kk + 1; jj < nb; ++jj) {
-      if (m[kk * nb + jj] != NULL) {
-#pragma omp task firstprivate(kk, jj)
-        sparselu_fwd(m[kk * nb + kk], m[kk * nb + jj], bs);
-      }
-    }
-    for (int ii = kk + 1; ii < nb; ++ii) {
-      if (m[ii * nb + kk] != NULL) {
-#pragma omp task firstprivate(kk, ii)
-        sparselu_bdiv(m[kk * nb + kk], m[ii * nb + kk], bs);
-      }
-    }
-#pragma omp taskwait
-    for (int ii = kk + 1; ii < nb; ++ii) {
-      if (m[ii * nb + kk] == NULL) continue;
-      for (int jj = kk + 1; jj < nb; ++jj) {
-        if (m[kk * nb + jj] == NULL) continue;
-        float* a = sparselu_fill_in(m, ii * nb + jj, bs);
-#pragma omp task firstprivate(kk, ii, jj, a)
-        sparselu_bmod(m[ii * nb + kk], m[kk * nb + jj], a, bs);
-      }
-    }
-#pragma omp taskwait
-  }
+#define SPARSELU_SINGLE(name, tiedness)                                                              \
+static void name(float** m, int nb, int bs) {                                                        \
+OMP_BENCH_PRAGMA(omp parallel)                                                                       \
+OMP_BENCH_PRAGMA(omp single)                                                                         \
+  for (int kk = 0; kk < nb; ++kk) {                                                                  \
+    sparselu_lu0(m[kk * nb + kk], bs);                                                               \
+    for (int jj = kk + 1; jj < nb; ++jj) {                                                           \
+      if (m[kk * nb + jj] != NULL) {                                                                 \
+OMP_BENCH_PRAGMA(omp task firstprivate(kk, jj) tiedness)                                             \
+        sparselu_fwd(m[kk * nb + kk], m[kk * nb + jj], bs);                                          \
+      }                                                                                              \
+    }                                                                                                \
+    for (int ii = kk + 1; ii < nb; ++ii) {                                                           \
+      if (m[ii * nb + kk] != NULL) {                                                                 \
+OMP_BENCH_PRAGMA(omp task firstprivate(kk, ii) tiedness)                                             \
+        sparselu_bdiv(m[kk * nb + kk], m[ii * nb + kk], bs);                                         \
+      }                                                                                              \
+    }                                                                                                \
+OMP_BENCH_PRAGMA(omp taskwait)                                                                       \
+    for (int ii = kk + 1; ii < nb; ++ii) {                                                           \
+      if (m[ii * nb + kk] == NULL) continue;                                                         \
+      for (int jj = kk + 1; jj < nb; ++jj) {                                                         \
+        if (m[kk * nb + jj] == NULL) continue;                                                       \
+        float* a = sparselu_fill_in(m, ii * nb + jj, bs);                                            \
+OMP_BENCH_PRAGMA(omp task firstprivate(kk, ii, jj, a) tiedness)                                      \
+        sparselu_bmod(m[ii * nb + kk], m[kk * nb + jj], a, bs);                                      \
+      }                                                                                              \
+    }                                                                                                \
+OMP_BENCH_PRAGMA(omp taskwait)                                                                       \
+  }                                                                                                  \
 }
+SPARSELU_SINGLE(sparselu_single, )
+SPARSELU_SINGLE(sparselu_single_untied, untied)
 
 // Every thread runs the kk loop; the worksharing loops hand out the blocks,
 // and the thread that gets a block creates its task. Fill-in of block (ii, jj)
 // is allocated by the thread that got row ii, the only one touching it then.
-static void sparselu_for(float** m, int nb, int bs) {
-#pragma omp parallel
-  for (int kk = 0; kk < nb; ++kk) {
-#pragma omp single
-    sparselu_lu0(m[kk * nb + kk], bs);
-#pragma omp for nowait
-    for (int jj = kk + 1; jj < nb; ++jj) {
-      if (m[kk * nb + jj] != NULL) {
-#pragma omp task firstprivate(kk, jj)
-        sparselu_fwd(m[kk * nb + kk], m[kk * nb + jj], bs);
-      }
-    }
-#pragma omp for
-    for (int ii = kk + 1; ii < nb; ++ii) {
-      if (m[ii * nb + kk] != NULL) {
-#pragma omp task firstprivate(kk, ii)
-        sparselu_bdiv(m[kk * nb + kk], m[ii * nb + kk], bs);
-      }
-    }
-    // The barrier that ended the loop also completed its tasks and the fwd ones.
-#pragma omp for
-    for (int ii = kk + 1; ii < nb; ++ii) {
-      if (m[ii * nb + kk] == NULL) continue;
-      for (int jj = kk + 1; jj < nb; ++jj) {
-        if (m[kk * nb + jj] == NULL) continue;
-        float* a = sparselu_fill_in(m, ii * nb + jj, bs);
-#pragma omp task firstprivate(kk, ii, jj, a)
-        sparselu_bmod(m[ii * nb + kk], m[kk * nb + jj], a, bs);
-      }
-    }
-  }
+#define SPARSELU_FOR(name, tiedness)                                                                 \
+static void name(float** m, int nb, int bs) {                                                        \
+OMP_BENCH_PRAGMA(omp parallel)                                                                       \
+  for (int kk = 0; kk < nb; ++kk) {                                                                  \
+OMP_BENCH_PRAGMA(omp single)                                                                         \
+    sparselu_lu0(m[kk * nb + kk], bs);                                                               \
+OMP_BENCH_PRAGMA(omp for nowait)                                                                     \
+    for (int jj = kk + 1; jj < nb; ++jj) {                                                           \
+      if (m[kk * nb + jj] != NULL) {                                                                 \
+OMP_BENCH_PRAGMA(omp task firstprivate(kk, jj) tiedness)                                             \
+        sparselu_fwd(m[kk * nb + kk], m[kk * nb + jj], bs);                                          \
+      }                                                                                              \
+    }                                                                                                \
+OMP_BENCH_PRAGMA(omp for)                                                                            \
+    for (int ii = kk + 1; ii < nb; ++ii) {                                                           \
+      if (m[ii * nb + kk] != NULL) {                                                                 \
+OMP_BENCH_PRAGMA(omp task firstprivate(kk, ii) tiedness)                                             \
+        sparselu_bdiv(m[kk * nb + kk], m[ii * nb + kk], bs);                                         \
+      }                                                                                              \
+    }                                                                                                \
+    /* The barrier that ended the loop also completed its tasks and the fwd ones. */                 \
+OMP_BENCH_PRAGMA(omp for)                                                                            \
+    for (int ii = kk + 1; ii < nb; ++ii) {                                                           \
+      if (m[ii * nb + kk] == NULL) continue;                                                         \
+      for (int jj = kk + 1; jj < nb; ++jj) {                                                         \
+        if (m[kk * nb + jj] == NULL) continue;                                                       \
+        float* a = sparselu_fill_in(m, ii * nb + jj, bs);                                            \
+OMP_BENCH_PRAGMA(omp task firstprivate(kk, ii, jj, a) tiedness)                                      \
+        sparselu_bmod(m[ii * nb + kk], m[kk * nb + jj], a, bs);                                      \
+      }                                                                                              \
+    }                                                                                                \
+  }                                                                                                  \
 }
+SPARSELU_FOR(sparselu_for, )
+SPARSELU_FOR(sparselu_for_untied, untied)
 
 // Copies the initial matrix into `m`, dropping the fill-in of a former run.
 static void sparselu_restore(const struct sparselu_state* s, float** m) {
@@ -207,6 +215,18 @@ static int64_t run_sparselu_single(void* ctx) {
 static int64_t run_sparselu_for(void* ctx) {
   struct sparselu_state* s = ctx;
   sparselu_for(s->blocks, s->nb, s->bs);
+  return sparselu_checksum(s);
+}
+
+static int64_t run_sparselu_single_untied(void* ctx) {
+  struct sparselu_state* s = ctx;
+  sparselu_single_untied(s->blocks, s->nb, s->bs);
+  return sparselu_checksum(s);
+}
+
+static int64_t run_sparselu_for_untied(void* ctx) {
+  struct sparselu_state* s = ctx;
+  sparselu_for_untied(s->blocks, s->nb, s->bs);
   return sparselu_checksum(s);
 }
 
@@ -270,8 +290,11 @@ static void sparselu_generate(struct sparselu_state* s) {
 
 int main(int argc, char** argv) {
   struct omp_bench_options o = omp_bench_parse(argc, argv);
-  static const char* const kernels[] = {"sparselu_single", "sparselu_for"};
-  omp_bench_known_kernels(&o, kernels, 2);
+  static const char* const kernels[] = {"sparselu_single", "sparselu_for", "sparselu_single_untied",
+                                        "sparselu_for_untied"};
+  int64_t (*const runs[])(void*) = {run_sparselu_single, run_sparselu_for, run_sparselu_single_untied,
+                                    run_sparselu_for_untied};
+  omp_bench_known_kernels(&o, kernels, 4);
   struct sparselu_state s = {(int)omp_bench_long(&o, "--nb", 30),
                              (int)omp_bench_long(&o, "--bs", 32), NULL, NULL, NULL};
   if (s.nb < 1 || s.nb > 1000) omp_bench_usage_error("--nb", "out of 1..1000");
@@ -282,22 +305,14 @@ int main(int argc, char** argv) {
   sparselu_generate(&s);
   int present = 0;
   for (int i = 0; i < s.nb * s.nb; ++i) present += s.initial[i] != NULL;
-  struct omp_bench_kernel single = {.name = "sparselu_single",
-                                    .run = run_sparselu_single,
-                                    .check = check_sparselu,
-                                    .prepare = prepare_sparselu,
-                                    .ctx = &s};
-  struct omp_bench_kernel loop = {.name = "sparselu_for",
-                                  .run = run_sparselu_for,
-                                  .check = check_sparselu,
-                                  .prepare = prepare_sparselu,
-                                  .ctx = &s};
-  struct omp_bench_kernel* all[] = {&single, &loop};
-  for (int i = 0; i < 2; ++i) {
-    omp_bench_extra(all[i], "nb", s.nb);
-    omp_bench_extra(all[i], "bs", s.bs);
-    omp_bench_extra(all[i], "blocks", present);
-    if (omp_bench_wants(&o, all[i]->name)) omp_bench_time(&o, all[i]);
+  for (int i = 0; i < 4; ++i) {
+    if (!omp_bench_wants(&o, kernels[i])) continue;
+    struct omp_bench_kernel k = {
+        .name = kernels[i], .run = runs[i], .check = check_sparselu, .prepare = prepare_sparselu, .ctx = &s};
+    omp_bench_extra(&k, "nb", s.nb);
+    omp_bench_extra(&k, "bs", s.bs);
+    omp_bench_extra(&k, "blocks", present);
+    omp_bench_time(&o, &k);
   }
   for (int i = 0; i < s.nb * s.nb; ++i) {
     free(s.initial[i]);

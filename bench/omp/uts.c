@@ -10,6 +10,8 @@
 //
 //   OMP_NUM_THREADS=2 ./bench_omp_uts --root-children 2000 --m 8 --q-ppm 124875
 //
+// Kernels: uts (tied tasks) and uts_untied.
+//
 // UTS derives a child from its parent with SHA-1; here a node is a 64-bit
 // state and child k's state is a mix of the parent's and k (the splitmix64
 // finaliser), which is splittable in the same way: every node is the same
@@ -24,6 +26,7 @@ struct uts_state {
   int m;
   uint64_t q_threshold;  // a node has children when its draw is below this
   long long expected;    // the serial walk's count, 0 until made
+  int untied;
 };
 
 static uint64_t uts_mix(uint64_t z) {
@@ -48,35 +51,40 @@ static long long uts_serial(const struct uts_state* s, uint64_t node) {
   return count;
 }
 
-static long long uts_tasks(const struct uts_state* s, uint64_t node) {
-  int children = uts_children(s, node);
-  if (children == 0) return 1;
-  long long counts[UTS_MAX_M];
-  for (int k = 0; k < children; ++k) {
-#pragma omp task firstprivate(k) shared(counts)
-    counts[k] = uts_tasks(s, uts_child(node, k));
+// One recursion per tiedness (omp_harness.h, "BOTS' variants"; BOTS' uts
+// has no cut-off variants: its tree is too unbalanced for one).
+#define UTS_TASKS(name, root_name, tiedness)                                                   \
+  static long long name(const struct uts_state* s, uint64_t node) {                           \
+    int children = uts_children(s, node);                                                      \
+    if (children == 0) return 1;                                                               \
+    long long counts[UTS_MAX_M];                                                               \
+    for (int k = 0; k < children; ++k) {                                                       \
+      OMP_BENCH_PRAGMA(omp task firstprivate(k) shared(counts) tiedness)                       \
+      counts[k] = name(s, uts_child(node, k));                                                 \
+    }                                                                                          \
+    OMP_BENCH_PRAGMA(omp taskwait)                                                             \
+    long long total = 1;                                                                       \
+    for (int k = 0; k < children; ++k) total += counts[k];                                     \
+    return total;                                                                              \
+  }                                                                                            \
+  static long long root_name(const struct uts_state* s) {                                      \
+    long long* counts = malloc((size_t)s->root_children * sizeof *counts);                     \
+    if (counts == NULL) omp_bench_fail("out of memory");                                       \
+    for (int k = 0; k < s->root_children; ++k) {                                               \
+      OMP_BENCH_PRAGMA(omp task firstprivate(k) tiedness)                                      \
+      counts[k] = name(s, uts_child(uts_root, k));                                             \
+    }                                                                                          \
+    OMP_BENCH_PRAGMA(omp taskwait)                                                             \
+    long long total = 1;                                                                       \
+    for (int k = 0; k < s->root_children; ++k) total += counts[k];                             \
+    free(counts);                                                                              \
+    return total;                                                                              \
   }
-#pragma omp taskwait
-  long long total = 1;
-  for (int k = 0; k < children; ++k) total += counts[k];
-  return total;
-}
 
 static const uint64_t uts_root = 0x13198a2e03707344ULL;
 
-static long long uts_root_tasks(const struct uts_state* s) {
-  long long* counts = malloc((size_t)s->root_children * sizeof *counts);
-  if (counts == NULL) omp_bench_fail("out of memory");
-  for (int k = 0; k < s->root_children; ++k) {
-#pragma omp task firstprivate(k)
-    counts[k] = uts_tasks(s, uts_child(uts_root, k));
-  }
-#pragma omp taskwait
-  long long total = 1;
-  for (int k = 0; k < s->root_children; ++k) total += counts[k];
-  free(counts);
-  return total;
-}
+UTS_TASKS(uts_tied, uts_root_tied, )
+UTS_TASKS(uts_untied, uts_root_untied, untied)
 
 static int64_t run_uts(void* ctx) {
   const struct uts_state* s = ctx;
@@ -84,7 +92,7 @@ static int64_t run_uts(void* ctx) {
 #pragma omp parallel
   {
 #pragma omp single
-    count = uts_root_tasks(s);
+    count = s->untied ? uts_root_untied(s) : uts_root_tied(s);
   }
   return count;
 }
@@ -100,8 +108,8 @@ static int check_uts(void* ctx, int64_t count) {
 
 int main(int argc, char** argv) {
   struct omp_bench_options o = omp_bench_parse(argc, argv);
-  static const char* const kernels[] = {"uts"};
-  omp_bench_known_kernels(&o, kernels, 1);
+  static const char* const kernels[] = {"uts", "uts_untied"};
+  omp_bench_known_kernels(&o, kernels, 2);
   struct uts_state s = {0};
   s.root_children = (int)omp_bench_long(&o, "--root-children", 2000);
   s.m = (int)omp_bench_long(&o, "--m", 8);
@@ -113,10 +121,14 @@ int main(int argc, char** argv) {
   if ((double)q_ppm * s.m >= 1e6)
     omp_bench_usage_error("--q-ppm", "q * m >= 1: the tree may be infinite");
   s.q_threshold = (uint64_t)((double)q_ppm / 1e6 * 18446744073709551616.0);
-  struct omp_bench_kernel k = {.name = "uts", .run = run_uts, .check = check_uts, .ctx = &s};
-  omp_bench_extra(&k, "root_children", s.root_children);
-  omp_bench_extra(&k, "m", s.m);
-  omp_bench_extra(&k, "q_ppm", q_ppm);
-  omp_bench_time(&o, &k);
+  for (int v = 0; v < 2; ++v) {
+    if (!omp_bench_wants(&o, kernels[v])) continue;
+    s.untied = v;
+    struct omp_bench_kernel k = {.name = kernels[v], .run = run_uts, .check = check_uts, .ctx = &s};
+    omp_bench_extra(&k, "root_children", s.root_children);
+    omp_bench_extra(&k, "m", s.m);
+    omp_bench_extra(&k, "q_ppm", q_ppm);
+    omp_bench_time(&o, &k);
+  }
   return 0;
 }

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -38,6 +39,9 @@
 #include <vector>
 
 #include "core/runtime_impl.hpp"
+#include "mote/detail/adaptive.hpp"
+#include "mote/detail/task_alloc.hpp"
+#include "mote/detail/worker.hpp"
 #include "mote/dataflow.hpp"
 #include "mote/detail/dataflow_records.hpp"
 #include "wait/idle.hpp"
@@ -52,7 +56,9 @@ using detail::worker;
 namespace {
 
 // How many OpenMP task bodies the calling thread is inside (task_depth()).
-constinit thread_local int tl_task_depth = 0;
+// initial-exec: a small variable read on every task (as the core's
+// current_worker); the general model calls __tls_get_addr each time.
+constinit thread_local int tl_task_depth __attribute__((tls_model("initial-exec"))) = 0;
 
 // gcc's flags (gomp-constants.h, through abi.hpp).
 constexpr unsigned kFlagUntied = GOMP_TASK_FLAG_UNTIED;
@@ -171,6 +177,13 @@ bool group_cancelled(const taskgroup* g) noexcept {
   if (g->cancelled.load(std::memory_order_relaxed)) return true;  // relaxed: a hint (above)
   return g->workshare && g->enclosing != nullptr &&
          g->enclosing->cancelled.load(std::memory_order_relaxed);  // relaxed: a hint (above)
+}
+
+// OMP_CANCELLATION (read once, when the library loads): a pointer to the
+// flag, so that the task paths test it inline.
+bool cancellation_on() noexcept {
+  static const bool* const flag = &globals().cancellation;
+  return *flag;
 }
 
 // Is t's region or taskgroup cancelled (it starts no new task, and t does
@@ -305,7 +318,7 @@ void close_handed(omp_task& x) noexcept {
 template <class Done>
 void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
   if (done()) return;
-  thread_state& st = current();
+  thread_state& st = current_inline();
   omp_task* const x = st.task;
   team* const tm = st.tm;
   std::uint64_t seen = ~std::uint64_t{0};  // bounced_pushes when `bounced` last had nothing for us
@@ -391,9 +404,150 @@ __attribute__((noinline, cold)) void test_pause(int us) noexcept {
   std::this_thread::sleep_for(std::chrono::microseconds(us));
 }
 
+// An explicit task's record goes back to the calling thread's record cache
+// (its worker's, of whichever runtime: a class's blocks are interchangeable,
+// task_alloc.hpp), or to the system allocator on a thread that is no worker.
 void free_record(omp_task* t) noexcept {
+  const detail::record_tag tag = t->tag;
   t->~omp_task();
-  ::operator delete(static_cast<void*>(t), std::align_val_t{alignof(omp_task)});
+  if (worker* w = detail::current_worker) {
+    detail::give_record(t, tag, w->cache());
+  } else {
+    detail::give_record(t, tag);
+  }
+}
+
+// ---- Undeferred by choice -----------------------------------------------------------
+//
+// A deferred task pays for its record, its counts (read-modify-writes on its
+// parent's word and its group's, the barrier's fence) and, when another
+// worker takes it, a hand-off. A task whose body takes less than that
+// hand-off is better run at once, undeferred, as OpenMP lets an
+// implementation run any task (run_undeferred: it is still a task of its
+// own, with its own children and ICVs); so is a task made while the spawning
+// worker's pool already holds kDeepQueue tasks (the idle workers have work
+// enough). The decision is per call site, as join's adaptive mode makes it
+// (docs/adaptive.md): GOMP_task's fn, salted with the task's depth (the
+// tasks of one recursive function are large near the root and tiny near the
+// leaves), each thread with its own table (nothing shared, nothing atomic).
+// A site's size is a moving average of its bodies' durations in
+// cycle-counter ticks, measured on a sample: every deferred task of a site
+// not measured yet (so that a site is never run in place blind: a task may
+// wait for a sibling made after it), then one in kSampleHere run in place
+// and one in kSampleAway deferred; the thread that runs a timed body notes
+// it. Tasks with dependences, a detach clause or a priority are always
+// deferred (their order and their events are the point of them).
+
+constexpr std::uint32_t kSampleHere = 16;
+constexpr std::uint32_t kSampleAway = 32;
+// Tasks in the spawning worker's pool from which a new one runs at once.
+constexpr std::uint32_t kDeepQueue = 64;
+
+struct site_entry {
+  void (*fn)(void*) = nullptr;
+  unsigned depth = 0;
+  std::uint32_t until_sample = 1;  // calls until the next timed one
+  std::uint64_t work = 0;          // ticks per body, moving average; 0: not measured yet
+};
+constexpr unsigned kSiteLog2 = 8;
+struct site_table {
+  site_entry entries[1u << kSiteLog2];
+};
+// The calling thread's table (initial-exec, as tl_task_depth: the table
+// itself is too large for the static TLS a library loaded late may use, so
+// it is on the heap, made on first use and freed with the thread).
+constinit thread_local site_table* tl_sites __attribute__((tls_model("initial-exec"))) = nullptr;
+
+__attribute__((noinline, cold)) site_table& make_sites() noexcept {
+  struct holder {
+    site_table table;
+    ~holder() { tl_sites = nullptr; }
+  };
+  static thread_local std::unique_ptr<holder> mine;
+  if (mine == nullptr) {
+    mine.reset(new (std::nothrow) holder());
+    if (mine == nullptr) {
+      std::fputs("mote: out of memory for a thread's table of OpenMP task sites\n", stderr);
+      std::abort();
+    }
+  }
+  tl_sites = &mine->table;
+  return mine->table;
+}
+
+// The entry of (fn, depth): a direct-mapped table; a site that collides with
+// another starts afresh in its slot.
+site_entry& site_of(void (*fn)(void*), unsigned depth) noexcept {
+  site_table& table = MOTE_LIKELY(tl_sites != nullptr) ? *tl_sites : make_sites();
+  const std::uint64_t bits = (static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(fn)) >> 4) +
+                             std::uint64_t{depth} * 0x100000001b3ull;
+  site_entry& e = table.entries[(bits * 0x9E3779B97F4A7C15ull) >> (64 - kSiteLog2)];
+  if (MOTE_UNLIKELY(e.fn != fn || e.depth != depth)) e = site_entry{fn, depth, 1, 0};
+  return e;
+}
+
+// A timed body of the site (fn, depth) took `ticks`: a moving average over
+// about four samples, one sample moving it at most 4x up (a preemption is not
+// the body's size).
+void note_work(void (*fn)(void*), unsigned depth, std::uint64_t ticks) noexcept {
+  site_entry& e = site_of(fn, depth);
+  if (ticks == 0) ticks = 1;
+  if (e.work == 0) {
+    e.work = ticks;
+    e.until_sample = kSampleHere;
+    return;
+  }
+  if (ticks > 4 * e.work) ticks = 4 * e.work;
+  e.work = (3 * e.work + ticks) / 4;
+}
+
+// The hand-off cost in ticks: MOTE_OMP_TASK_HANDOFF_NS (default 2000 ns, a
+// wake-up and a steal across cores on the machines mote targets); 0 never
+// runs a task in place by choice. Read once.
+// A value that is not a whole number of nanoseconds in 0..10^12 is named on
+// stderr, and the default stays.
+std::uint64_t handoff_ticks() noexcept {
+  static const std::uint64_t ticks = [] {
+    constexpr long long kDefaultNs = 2000;
+    long long ns = kDefaultNs;
+    if (const char* text = std::getenv("MOTE_OMP_TASK_HANDOFF_NS")) {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(text, &end, 10);
+      if (*text == '\0' || *end != '\0' || errno != 0 || v < 0 || v > 1'000'000'000'000LL) {
+        std::fprintf(stderr, "mote: MOTE_OMP_TASK_HANDOFF_NS='%s' is not a number of nanoseconds (0 to 10^12); "
+                     "using %lld\n", text, kDefaultNs);
+      } else {
+        ns = v;
+      }
+    }
+    // Ticks, without overflow for any accepted value (ticks per us are a few thousand).
+    return static_cast<std::uint64_t>(ns) / 1000 * detail::ticks_per_us() +
+           static_cast<std::uint64_t>(ns) % 1000 * detail::ticks_per_us() / 1000;
+  }();
+  return ticks;
+}
+
+enum class placement : std::uint8_t { away, away_timed, here, here_timed };
+
+placement choose_placement(void (*fn)(void*), unsigned depth, worker& self) noexcept {
+  const std::uint64_t handoff = handoff_ticks();
+  if (MOTE_UNLIKELY(handoff == 0)) return placement::away;  // MOTE_OMP_TASK_HANDOFF_NS=0: every task deferred
+  site_entry& e = site_of(fn, depth);
+  const bool deep = self.pool().depth() >= kDeepQueue;
+  if (!deep && e.work == 0) return placement::away_timed;
+  if (deep || e.work < handoff) {
+    if (--e.until_sample == 0) {
+      e.until_sample = kSampleHere;
+      return placement::here_timed;
+    }
+    return placement::here;
+  }
+  if (--e.until_sample == 0) {
+    e.until_sample = kSampleAway;
+    return placement::away_timed;
+  }
+  return placement::away;
 }
 
 // ---- Counting ---------------------------------------------------------------------
@@ -494,11 +648,20 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved) noexcept {
   detail::df_task* const df = detail::df_exchange_current_task(nullptr);
   // A task of a cancelled region or taskgroup does not start, but for one
   // whose arguments hold objects its body destroys (as GNU's library).
-  const bool skip = !t->has_copies && MOTE_UNLIKELY(globals().cancellation) &&
+  const bool skip = !t->has_copies && MOTE_UNLIKELY(cancellation_on()) &&
                     region_or_group_cancelled(t->tm, t->group);
-  if (!skip) t->fn(t->arg);
+  if (MOTE_UNLIKELY(t->timed)) {
+    const std::uint64_t t0 = detail::cycle_clock();
+    if (!skip) t->fn(t->arg);
+    note_work(t->fn, t->depth, detail::cycle_clock() - t0);
+  } else if (!skip) {
+    t->fn(t->arg);
+  }
   finish_scope(*t);
-  close_handed(*t);
+  // With no child pending (the body's own unit alone), none can be handed
+  // back any more: the list is empty for good, and closing it (an
+  // exchange) is not needed. Acquire: as taskwait's read of 1.
+  if ((t->counts.load(std::memory_order_acquire) & kPendingMask) != 1) close_handed(*t);
   detail::df_exchange_current_task(df);
   st->task = outer_task;
   --tl_task_depth;
@@ -508,7 +671,7 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved) noexcept {
   if (t->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) complete(t, st);
 }
 
-void run_body(omp_task* t, thread_state* st) noexcept { run_in(t, st, &current()); }
+void run_body(omp_task* t, thread_state* st) noexcept { run_in(t, st, &current_inline()); }
 
 // The calling thread's state in t's team, or nullptr when it is not in it.
 thread_state* state_for(const omp_task* t) noexcept {
@@ -619,15 +782,20 @@ void copy_args(const task_args& a, void* dst) {
   }
 }
 
+// A record with room for the arguments' copy after it: from the calling
+// worker's record cache when it fits a class (no allocator call, no atomic),
+// else from operator new (task_alloc.hpp's rule). Throws bad_alloc.
 omp_task* make_record(const task_args& a, void** arg_out) {
   const std::size_t align = std::max<std::size_t>(static_cast<std::size_t>(std::max(a.arg_align, 1L)), 1);
   const std::size_t head = (sizeof(omp_task) + align - 1) / align * align;
   const std::size_t bytes = head + static_cast<std::size_t>(std::max(a.arg_size, 0L));
   const std::size_t record_align = std::max(align, alignof(omp_task));
-  void* memory = ::operator new(bytes, std::align_val_t{record_align});
+  const detail::record_tag tag = detail::record_tag::of(bytes, record_align);
+  worker* w = detail::current_worker;
+  void* memory = w != nullptr ? detail::take_record(tag, bytes, w->cache()) : detail::take_record(tag, bytes);
   auto* t = ::new (memory) omp_task();
+  t->tag = tag;
   *arg_out = static_cast<char*>(memory) + head;
-  (void)record_align;
   return t;
 }
 
@@ -672,9 +840,10 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
   } else {
     a.fn(a.data);
   }
-  finish_scope(t);
+  if (t.scope != nullptr) finish_scope(t);
   wait_until([&t] { return (t.counts.load(std::memory_order_acquire) & kPendingMask) == 1; }, &t.waiter);
-  close_handed(t);  // (empty: its children are all complete)
+  // Not closed: its children are all complete, so its list is empty and
+  // nothing can be handed back to it any more.
   detail::df_exchange_current_task(df);
   st.task = outer;
 }
@@ -712,7 +881,7 @@ __attribute__((noinline)) void run_undeferred_waiting(const task_args& a, thread
 // of one on a thread that is no worker (self nullptr; see task()). Out of
 // line: task()'s frame stays small.
 __attribute__((noinline)) void defer(const task_args& a, thread_state& st, const depend_list& deps, bool final_task,
-                                     worker* self) {
+                                     worker* self, bool timed) {
   omp_task& parent = *st.task;
   const bool detach = (a.flags & kFlagDetach) != 0;
   void* arg = nullptr;
@@ -731,6 +900,7 @@ __attribute__((noinline)) void defer(const task_args& a, thread_state& st, const
   t->has_deps = !deps.accesses.empty();
   t->has_copies = a.cpyfn != nullptr || a.copies;
   t->priority = (a.flags & kFlagPriority) != 0 ? a.priority : 0;
+  t->timed = timed;
   if (detach) {
     t->detached = true;
     t->holds.store(2, std::memory_order_relaxed);
@@ -852,14 +1022,40 @@ bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept {
 }
 
 bool in_final() noexcept {
-  const thread_state& st = current();
+  const thread_state& st = current_inline();
   return st.task != nullptr && st.task->is_final;
 }
 
-void task(const task_args& a) {
-  thread_state& st = current();
+namespace {
+
+// A task without dependences, detach clause or priority, on a worker of its
+// team: undeferred by choice, or deferred (see "Undeferred by choice").
+void placed(const task_args& a, thread_state& st, bool final_task, worker& self) {
+  const unsigned depth = st.task->depth + 1;
+  const placement where = choose_placement(a.fn, depth, self);
+  switch (where) {
+    case placement::here:
+      run_undeferred(a, st, final_task);
+      return;
+    case placement::here_timed: {
+      const std::uint64_t t0 = detail::cycle_clock();
+      run_undeferred(a, st, final_task);
+      note_work(a.fn, depth, detail::cycle_clock() - t0);
+      return;
+    }
+    case placement::away:
+    case placement::away_timed:
+      defer(a, st, depend_list{}, final_task, &self, where == placement::away_timed);
+      return;
+  }
+}
+
+// task() for the tasks its two quick tests leave: the clauses that take the
+// long way, cancellation on. Out of line, so that task()'s own frame and
+// prologue stay those of the quick tests.
+__attribute__((noinline)) void task_general(const task_args& a, thread_state& st, worker* self) {
   omp_task& parent = *st.task;
-  if (MOTE_UNLIKELY(globals().cancellation)) {
+  if (MOTE_UNLIKELY(cancellation_on())) {
     // A cancelled region or taskgroup starts no new task (as GNU's library,
     // which makes none): not even one that would run here, undeferred.
     if (region_or_group_cancelled(st.tm, innermost_group(parent))) return;
@@ -868,7 +1064,6 @@ void task(const task_args& a) {
   const bool detach = (a.flags & kFlagDetach) != 0;
   depend_list deps;
   if ((a.flags & kFlagDepend) != 0 && a.depend != nullptr) deps = decode_depend(a.depend);
-  worker* self = detail::current_worker;
   const bool worker_here = self != nullptr && st.self == self;
   const bool may_defer = a.if_clause && !parent.is_final;
   // A team of one on a thread that is no worker (`solo`): its tasks run as
@@ -889,11 +1084,41 @@ void task(const task_args& a) {
     }
     return;
   }
-  defer(a, st, deps, final_task, worker_here ? self : nullptr);
+  if (worker_here && deps.accesses.empty() && !detach && (a.flags & kFlagPriority) == 0) {
+    placed(a, st, final_task, *self);
+    return;
+  }
+  defer(a, st, deps, final_task, worker_here ? self : nullptr, false);
+}
+
+}  // namespace
+
+void task(const task_args& a) {
+  thread_state& st = current_inline();
+  const omp_task& parent = *st.task;
+  worker* const self = detail::current_worker;
+  const bool worker_here = self != nullptr && st.self == self;
+  constexpr unsigned kSlowFlags = kFlagDepend | kFlagDetach | kFlagPriority | kFlagFinal;
+  // The usual task (deferrable, on a worker of its team, none of the clauses
+  // that take the long way): straight to its placement.
+  if (MOTE_LIKELY((a.flags & kSlowFlags) == 0 && a.if_clause && !parent.is_final && worker_here &&
+                  !cancellation_on())) {
+    placed(a, st, false, *self);
+    return;
+  }
+  // A task that runs at once (if(0), made in a final task, or on a thread
+  // that is no worker of its team) without dependences or a detach clause:
+  // as task_general would run it, without the rest of its checks.
+  if ((a.flags & (kFlagDepend | kFlagDetach)) == 0 && (!a.if_clause || parent.is_final || !worker_here) &&
+      !cancellation_on()) {
+    run_undeferred(a, st, (a.flags & kFlagFinal) != 0 || parent.is_final);
+    return;
+  }
+  task_general(a, st, self);
 }
 
 void taskwait() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   omp_task& t = *st.task;
   // Every child complete, those with dependences too (their data-flow
   // tasks' ends follow at once); the scope's wait then only forgets them.
@@ -902,7 +1127,7 @@ void taskwait() {
 }
 
 void taskwait_depend(void** depend) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   omp_task& t = *st.task;
   if (t.scope == nullptr) return;  // no sibling has dependences
   depend_list deps = decode_depend(depend);
@@ -933,13 +1158,13 @@ void taskwait_depend(void** depend) {
 // handed-back children, the team's, or what help_once finds and
 // run_scheduled accepts). GNU's library runs none.
 void taskyield() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   std::uint64_t seen = ~std::uint64_t{0};
   if (!run_handed(st) && !run_bounced(st, false, &seen) && st.self == detail::current_worker) (void)help_once();
 }
 
 void taskgroup_start() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   auto* g = new taskgroup();
   g->outer = st.task->open_group;
   g->enclosing = innermost_group(*st.task);
@@ -948,7 +1173,7 @@ void taskgroup_start() {
 }
 
 void taskgroup_end() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   taskgroup* g = st.task->open_group;
   if (g == nullptr) return;
   wait_until([g] { return g->count.load(std::memory_order_seq_cst) == 0; }, &g->waiter);
@@ -957,7 +1182,7 @@ void taskgroup_end() {
 }
 
 bool cancel_taskgroup() {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   taskgroup* g = innermost_group(*st.task);
   if (g == nullptr) return false;
   if (g->workshare && g->enclosing != nullptr) g = g->enclosing;
@@ -968,7 +1193,7 @@ bool cancel_taskgroup() {
 bool taskgroup_cancelled() noexcept {
   // cancel parallel cancels the region's explicit tasks too (GNU's
   // cancellation point taskgroup answers for the region as well).
-  const thread_state& st = current();
+  const thread_state& st = current_inline();
   return region_or_group_cancelled(st.tm, innermost_group(*st.task));
 }
 
@@ -1063,7 +1288,7 @@ unsigned copy_index(const thread_state& st) {
 }  // namespace
 
 void taskgroup_reduction_register(std::uintptr_t* data) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   if (st.task->open_group == nullptr) taskgroup_start();
   taskgroup* g = st.task->open_group;
   register_chain(data, g->reductions, nullptr, st.tm != nullptr ? st.tm->n : 1);
@@ -1079,7 +1304,7 @@ void taskgroup_reduction_unregister(std::uintptr_t* data) {
 }
 
 void task_reduction_remap(std::size_t cnt, std::size_t cntorig, void** ptrs) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   const unsigned id = copy_index(st);
   taskgroup* g = innermost_group(*st.task);
   std::uintptr_t* data = g != nullptr ? g->reductions : nullptr;
@@ -1124,14 +1349,14 @@ void workshare_taskgroup_start() {
 }
 
 void workshare_reduction_register(std::uintptr_t* data, std::uintptr_t* orig) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   taskgroup* g = st.task->open_group;
   register_chain(data, g->reductions, orig, st.tm != nullptr ? st.tm->n : 1);
   g->reductions = data;
 }
 
 void workshare_task_reduction_unregister(bool cancelled) {
-  thread_state& st = current();
+  thread_state& st = current_inline();
   taskgroup* g = st.task->open_group;
   std::uintptr_t* data = g->reductions;
   taskgroup_end();
@@ -1157,7 +1382,7 @@ unsigned parallel_reductions(void (*fn)(void*), void* data, unsigned nthreads, u
   // its part overwritten. No task of the team exists before the release.
   auto trampoline = [](void* p) {
     auto& c = *static_cast<context*>(p);
-    thread_state& st = current();
+    thread_state& st = current_inline();
     if (st.id == 0) {
       c.size = st.tm != nullptr ? st.tm->n : 1;
       register_chain(c.rdata, nullptr, nullptr, c.size);

@@ -66,7 +66,6 @@ omp_state& state() {
 
 seat& seat_of(worker& w) noexcept { return *static_cast<seat*>(w.slot(kOmpSlot)); }
 
-constinit thread_local thread_state* tls_state = nullptr;
 
 // set_region_start_hook's function. Relaxed: set before any region starts
 // (libgomp.so.1's constructor); only a code address, nothing published.
@@ -318,15 +317,15 @@ void end_of_region(team& tm, thread_state& st) {
 }
 
 void run_member(worker& w, team& tm, unsigned id) {
-  thread_state* const saved = tls_state;
+  thread_state* const saved = tl_current_state;
   thread_state& st = tm.threads[id];
   st.prev = saved;
-  tls_state = &st;
+  tl_current_state = &st;
   region_started();
   if (tm.prologue != nullptr) tm.prologue(tm.prologue_arg);
   tm.fn(tm.data);
   end_of_region(tm, st);
-  tls_state = saved;
+  tl_current_state = saved;
   (void)w;
   // The member's last access to the team: release, so that thread 0's
   // acquire load that counts it orders everything the member did (its end
@@ -371,15 +370,19 @@ team::team(unsigned size, std::int64_t spin_ns)
 
 team::~team() = default;
 
+// initial-exec: read on every task and construct (as the core's
+// current_worker); the general model calls __tls_get_addr each time.
+constinit thread_local thread_state* tl_current_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
 thread_state& current() noexcept {
-  thread_state* s = tls_state;
+  thread_state* s = tl_current_state;
   if (MOTE_LIKELY(s != nullptr)) return *s;
   thread_state& init = initial_state();
-  tls_state = &init;
+  tl_current_state = &init;
   return init;
 }
 
-void set_current(thread_state* st) noexcept { tls_state = st; }
+void set_current(thread_state* st) noexcept { tl_current_state = st; }
 
 void set_region_start_hook(void (*hook)()) noexcept { region_start_hook.store(hook, std::memory_order_relaxed); }
 
@@ -388,11 +391,11 @@ void run_as_initial_thread(void (*fn)(void*), void* arg) {
   // starts from the global ones), the default allocator of OMP_ALLOCATOR.
   thread_state fresh;
   fresh.task = &fresh.implicit;
-  thread_state* const saved = tls_state;
-  tls_state = &fresh;
+  thread_state* const saved = tl_current_state;
+  tl_current_state = &fresh;
   fn(arg);
   end_implicit_task(fresh);
-  tls_state = saved;
+  tl_current_state = saved;
 }
 
 thread_state* state_in(team* tm) noexcept {
@@ -631,7 +634,7 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
   // Thread 0 enters the team; its caller runs the region's function.
   thread_state& st = tm.threads[0];
   st.prev = &cur;
-  tls_state = &st;
+  tl_current_state = &st;
   region_started();
   if (prologue != nullptr) prologue(prologue_arg);
 }
@@ -641,7 +644,7 @@ void region_end(region& r) {
   const unsigned n = tm.n;
   thread_state& st = tm.threads[0];
   end_of_region(tm, st);
-  tls_state = r.cur;
+  tl_current_state = r.cur;
   --tl_open_regions;  // (the team is reused only by this thread's next region at this depth)
 
   // Every member's last access (the acquire pairs with its release), and

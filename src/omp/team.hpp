@@ -21,6 +21,7 @@
 
 #include "mote/detail/platform.hpp"
 #include "mote/detail/task.hpp"
+#include "mote/detail/task_alloc.hpp"
 #include "mote/export.hpp"
 #include "mote/tree_barrier.hpp"
 #include "omp/icv.hpp"
@@ -88,6 +89,12 @@ struct omp_task : detail::queued_task {
   bool detached = false;         // made with a detach clause
   bool has_copies = false;       // its arguments hold copy-constructed objects (task_args::copies)
   int priority = 0;
+  // An explicit task's record: how its block was taken (tasks.cpp,
+  // make_record: a worker's record cache for the usual sizes).
+  detail::record_tag tag{};
+  // Its body is timed (tasks.cpp, "Undeferred by choice"): the thread that
+  // runs it notes the ticks in its table of call sites.
+  bool timed = false;
   // Its data-environment ICVs (icv.cpp): icv points at them (nullptr: the
   // initial ones, globals().initial); icv_held is the block they are in when
   // the task holds a reference to one (a copy some task made to change
@@ -98,7 +105,9 @@ struct omp_task : detail::queued_task {
   omp_task() = default;
   omp_task(const omp_task&) = delete;
   omp_task& operator=(const omp_task&) = delete;
-  ~omp_task() { drop_icvs(); }
+  ~omp_task() {
+    if (icv_held != nullptr) drop_icvs();  // (inline: most tasks hold no block of their own)
+  }
   // Starts with `creator`'s ICVs (a reference to its block, if it has one).
   inline void inherit_icvs(const omp_task& creator) noexcept;
   // Gives up its block, if it holds one (the last holder frees it).
@@ -241,6 +250,14 @@ void thread_state::count_completion() noexcept {
 // Its current OpenMP thread state (never nullptr: a thread in no region has
 // its initial state).
 MOTE_API thread_state& current() noexcept;
+// The calling thread's state once current() has made it (nullptr before):
+// read inline on the task layer's paths (initial-exec, as the core's
+// current_worker); current() is the same with the first-use set-up.
+extern constinit thread_local thread_state* tl_current_state __attribute__((tls_model("initial-exec")));
+inline thread_state& current_inline() noexcept {
+  thread_state* s = tl_current_state;
+  return MOTE_LIKELY(s != nullptr) ? *s : current();
+}
 // The state of the calling thread in team tm (its own, or an outer one of
 // its own: a thread of an inner team runs a task of the outer team it is
 // also in), or nullptr when the thread is not in tm. The task layer runs a

@@ -138,9 +138,14 @@ def write_report(registry, data, out_dir):
               "(mote: `runtime_options::num_workers`; mote assistant: the owner thread and its "
               "assistant; oneTBB: `global_control` + `task_arena`; OpenMP: `num_threads`). The machine is shared and noisy: read the medians, and the "
               "spread beside them.", ""]
+    # A suite's opening table (its aims) only when the run has that suite's
+    # records (or those of a suite the table also reads, PREAMBLE_SUITES): a
+    # run of other suites would show it with every row n/a.
+    ran = {k[0] for k in idx}
     for suite in registry["suites"]:
         module = analysis(suite["name"])
-        if module is not None and hasattr(module, "preamble"):
+        if module is not None and hasattr(module, "preamble") and \
+                ran & set(getattr(module, "PREAMBLE_SUITES", (suite["name"],))):
             lines += module.preamble(registry, idx)
     for suite in registry["suites"]:
         if not any(k[0] == suite["name"] for k in idx):
