@@ -234,6 +234,41 @@ TEST(MeshQueues, AnUnansweredRequestIsServedByTheThief) {
   }
 }
 
+TEST(MeshQueues, ARowWhoseOwnerAndRequesterAreBothAwayIsRescued) {
+  // Thief 1 posts a request on row 0 and then goes away (it found work
+  // elsewhere, or blocks in a wait that runs no tasks) while row 0's owner
+  // is away too. Thief 2 finds the request slot taken: it must still take
+  // row 0's task after its own patience, not wait for thief 1 forever.
+  for (mesh_balance b : {mesh_balance::none, mesh_balance::steal}) {
+    mesh_queues m(std::vector<unsigned>(3, 0), b, 64);
+    fake_tasks t(3);
+    for (unsigned i = 0; i < 3; ++i) ASSERT_NE(push(m, 0, t[i]), kNone);  // rows 0, 1, 2
+    std::set<task*> taken;
+    for (unsigned c : {1u, 2u}) {
+      task* x = pop(m, c);
+      ASSERT_NE(x, nullptr);
+      taken.insert(x);
+      ASSERT_EQ(pop(m, c), nullptr);  // rows 1 and 2 empty (and reported so)
+    }
+    ASSERT_EQ(m.row_length(0), 1u);
+    unsigned victim = kNone;
+    std::size_t moved = 0;
+    EXPECT_EQ(m.balance_step(1, 1000, &victim, &moved), nullptr);  // thief 1's request
+    // Thief 1 never comes back. Thief 2:
+    EXPECT_EQ(m.balance_step(2, 2000, &victim, &moved), nullptr);
+    task* x = nullptr;
+    for (std::int64_t now = 2000; x == nullptr && now <= 2000 + 4 * mesh_queues::kForceAfterNs;
+         now += mesh_queues::kForceAfterNs / 4) {
+      x = m.balance_step(2, now, &victim, &moved);
+    }
+    ASSERT_NE(x, nullptr) << "row 0's task was left behind thief 1's request";
+    EXPECT_EQ(victim, 0u);
+    EXPECT_TRUE(taken.insert(x).second);
+    EXPECT_EQ(taken.size(), 3u);
+    EXPECT_EQ(m.row_length(0), 0u);
+  }
+}
+
 TEST(MeshQueues, FullCellsNeverDropATask) {
   for (mesh_balance b : {mesh_balance::none, mesh_balance::both}) {
     const unsigned n = 3;

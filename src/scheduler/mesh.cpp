@@ -248,7 +248,9 @@ task* mesh_queues::balance_step(unsigned c, std::int64_t now, unsigned* victim,
   if (me.asked != kNone) {
     row& v = *rows_[me.asked];
     // Relaxed: a hint (see pop()); a stale value delays the next request.
-    const bool pending = v.request.load(std::memory_order_relaxed) == c + 1;
+    // Any request counts, ours or another thief's that we wait beside (see
+    // below): the owner has not answered either.
+    const bool pending = v.request.load(std::memory_order_relaxed) != 0;
     if (pending && now - me.asked_at < kForceAfterNs)
       return nullptr;  // the victim answers at its next take
     if (pending) {
@@ -261,9 +263,9 @@ task* mesh_queues::balance_step(unsigned c, std::int64_t now, unsigned* victim,
       {
         task* t = nullptr;
         std::size_t moved = 0;
-        // Only if our request is still there: the owner may have answered
-        // in between (then its tasks are in our row already).
-        if (v.request.load(std::memory_order_relaxed) == c + 1) {
+        // Only if a request is still there: the owner may have answered
+        // in between (then its tasks are in the thief's row already).
+        if (v.request.load(std::memory_order_relaxed) != 0) {
           t = pop_locked(v);
           if (t != nullptr) {
             moved = 1;
@@ -311,6 +313,16 @@ task* mesh_queues::balance_step(unsigned c, std::int64_t now, unsigned* victim,
       me.misses = 0;  // nearest first again next time
       return nullptr;
     }
+    // Another thief's request stands there. Wait beside it, on our own
+    // clock: that thief may have found work elsewhere and be running it
+    // (or be blocked in a wait that runs no tasks) and never come back for
+    // its answer; a row whose owner and requester are both away must still
+    // be rescued. The rescue clears whichever request stands; a thief whose
+    // request went unanswered that way posts again.
+    me.asked = j;
+    me.asked_at = now;
+    me.misses = 0;
+    return nullptr;
   }
   me.misses = static_cast<unsigned>((me.misses + kVictimProbe) % o.size());
   return nullptr;
