@@ -93,7 +93,7 @@ std::vector<int> thread_cpus() {
 // node-rank order; with fewer cores than such ranks, several share a core.
 // Collective over MPI_COMM_WORLD.
 std::vector<int> node_share() {
-  const std::vector<int> mine = thread_cpus();
+  std::vector<int> mine = thread_cpus();  // returned as is when the rank does not share
   MPI_Comm node;
   check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
   int local = 0, locals = 1;

@@ -82,6 +82,7 @@ class mesh_queues {
   // Producer p (its thread only) places t. Returns the worker whose cell took
   // it, kNone when every cell of p is full (t is still the caller's: it must
   // go elsewhere). *redirected: NA-RP chose the worker.
+  // NOLINTNEXTLINE(bugprone-exception-escape): it never closes its rings
   unsigned push(unsigned p, task* t, bool* redirected) noexcept;
 
   // Owner c (its thread only): answers a pending steal request (NA-WS, when

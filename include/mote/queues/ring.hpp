@@ -60,6 +60,8 @@ class spsc_ring {
     mask_ = cap - 1;
     pmask_ = mask_;
     cmask_ = mask_;
+    // T may itself be a pointer (a ring of task*): the slots hold T.
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
     slots_ = static_cast<T*>(::operator new(cap * sizeof(T), std::align_val_t{kAlign}));
   }
   spsc_ring(const spsc_ring&) = delete;
