@@ -20,6 +20,7 @@ SUITE = "omp"
 
 # From the suite's "analysis" entry in suites.json (set by configure):
 OMP_GNU = OMP_LLVM = OMP_MOTE = None  # the three runtimes, by name
+OMP_POLICIES = []  # mote's libgomp under each scheduler policy (OMP_MOTE first: the default)
 OMP_FINE = []     # fine-grained programs without a cut-off: mote must beat both and GNU's 1 thread
 OMP_COARSE = []   # every other program: mote no slower than the better of the two
 OMP_FINE_VS_GNU1 = 1.5  # a fine program on 2 threads against GNU's 1-thread run
@@ -31,9 +32,10 @@ OMP_MICRO_NS_MAX = None
 def configure(registry):
     """Reads the runtime and kernel lists of the suite's "analysis" entry."""
     global OMP_GNU, OMP_LLVM, OMP_MOTE, OMP_FINE, OMP_COARSE, OMP_MICRO, OMP_MICRO_AIM, OMP_MICRO_NS_MAX
-    global OMP_FINE_VS_GNU1
+    global OMP_FINE_VS_GNU1, OMP_POLICIES
     cfg = settings(registry, SUITE)
     OMP_GNU, OMP_LLVM, OMP_MOTE = (cfg["runtimes"][k] for k in ("gnu", "llvm", "mote"))
+    OMP_POLICIES = list(cfg["runtimes"].get("mote_policies", [OMP_MOTE]))
     OMP_FINE = list(cfg["kernels"]["fine"])
     OMP_COARSE = list(cfg["kernels"]["coarse"])
     OMP_MICRO = list(cfg["kernels"]["micro"])
@@ -47,6 +49,17 @@ def better_peer(idx, kernel, workers):
     peers = [m for m in (med(idx, SUITE, kernel, OMP_GNU, workers), med(idx, SUITE, kernel, OMP_LLVM, workers))
              if m is not None]
     return min(peers) if peers else None
+
+
+def best_policy(idx, kernel, workers):
+    """(median, runtime) of the fastest of mote's policies ((None, None) when none ran)."""
+    ran = [(m, rt) for rt in OMP_POLICIES if (m := med(idx, SUITE, kernel, rt, workers)) is not None]
+    return min(ran) if ran else (None, None)
+
+
+def runtimes():
+    """GNU, LLVM, then mote under each policy."""
+    return (OMP_GNU, OMP_LLVM, *OMP_POLICIES)
 
 
 def ratio(a, b):
@@ -71,7 +84,7 @@ def libraries(registry, idx):
         if ex.get("omp_library"):
             seen.setdefault(rt, set()).add((ex["omp_library"], ex.get("omp_library_real", ex["omp_library"])))
     lines = ["| runtime | library loaded (as the loader names it -> the file) |", "|---|---|"]
-    for rt in (OMP_GNU, OMP_LLVM, OMP_MOTE):
+    for rt in runtimes():
         libs = seen.get(rt)
         label = registry["runtimes"][rt]["label"]
         if not libs:
@@ -85,12 +98,13 @@ def libraries(registry, idx):
 def program_table(registry, idx):
     """Per program: the three runtimes' medians at 1 and 2 threads, then, on 2
     threads, mote against the better peer, against GNU's 1-thread run, and
-    against mote's own 1-thread run."""
-    rts = (OMP_GNU, OMP_LLVM, OMP_MOTE)
+    against mote's own 1-thread run; then the best of mote's policies against
+    the better peer."""
+    rts = runtimes()
     labels = {rt: registry["runtimes"][rt]["label"] for rt in rts}
     head = "| program | " + " | ".join(f"{labels[rt]} 1 / 2 threads (ms)" for rt in rts)
-    head += " | mote 2 / better peer 2 | GNU 1 / mote 2 | mote 1 / mote 2 |"
-    lines = [head, "|" + "---|" * (len(rts) + 4)]
+    head += " | mote 2 / better peer 2 | GNU 1 / mote 2 | mote 1 / mote 2 | best policy 2 / better peer 2 |"
+    lines = [head, "|" + "---|" * (len(rts) + 5)]
     for kernel in OMP_FINE + OMP_COARSE:
         if not any(k[0] == SUITE and k[1] == kernel for k in idx):
             continue
@@ -99,13 +113,16 @@ def program_table(registry, idx):
         for r in (ratio(m2, better_peer(idx, kernel, 2)), ratio(med(idx, SUITE, kernel, OMP_GNU, 1), m2),
                   ratio(m1, m2)):
             cells.append(f"{fmt(r)}x" if r else "n/a")
+        best, best_rt = best_policy(idx, kernel, 2)
+        r = ratio(best, better_peer(idx, kernel, 2))
+        cells.append(f"{fmt(r)}x ({registry['runtimes'][best_rt]['label']})" if r else "n/a")
         grain = "fine, no cut-off" if kernel in OMP_FINE else "other"
         lines.append(f"| {kernel} ({grain}) | " + " | ".join(cells) + " |")
     return lines
 
 
 def micro_table(registry, idx):
-    rts = (OMP_GNU, OMP_LLVM, OMP_MOTE)
+    rts = runtimes()
     head = "| construct | " + " | ".join(f"{registry['runtimes'][rt]['label']}, {w} thread{'s' if w > 1 else ''}"
                                          for rt in rts for w in (1, 2)) + " |"
     lines = [head, "|" + "---|" * (2 * len(rts) + 1)]
@@ -143,6 +160,15 @@ def aims(idx):
         rows.append(("mote: faster on 2 threads than on 1", kernel, figure(m2, "ms"),
                      "mote on 1 thread: " + figure(m1, "ms"),
                      None if m1 is None or m2 is None else m2 < m1))
+    if len(OMP_POLICIES) > 1:
+        for kernel in OMP_FINE + OMP_COARSE:
+            best, best_rt = best_policy(idx, kernel, 2)
+            peer = better_peer(idx, kernel, 2)
+            if best is None and peer is None:
+                continue
+            rows.append(("the best of mote's policies, 2 threads: no slower than the better of GNU and LLVM",
+                         kernel, figure(best, "ms") + (f" ({best_rt})" if best_rt else ""),
+                         "<= " + figure(peer, "ms"), None if best is None or peer is None else best <= peer))
     for kernel in OMP_MICRO_AIM:
         m2 = med(idx, SUITE, kernel, OMP_MOTE, 2)
         gnu = med(idx, SUITE, kernel, OMP_GNU, 2)
@@ -167,7 +193,10 @@ def derived(registry, idx, out_dir):
               "Medians in ms. On 2 threads: `mote 2 / better peer 2` = mote's median / the smaller of "
               "GNU's and LLVM's (below 1: mote is faster); `GNU 1 / mote 2` = GNU's 1-thread median / "
               "mote's 2-thread one (the aim for the fine-grained programs without a cut-off: 1.5x or "
-              "more); `mote 1 / mote 2` = mote's own 2-vs-1 speedup (above 1: 2 threads are faster).", ""]
+              "more); `mote 1 / mote 2` = mote's own 2-vs-1 speedup (above 1: 2 threads are faster); "
+              "these three are of mote's default policy (work stealing). `best policy 2 / better peer 2` = "
+              "the fastest of mote's scheduler policies (`MOTE_SCHEDULER` = steal, mesh, delegation; "
+              "docs/scheduler.md) against the better peer.", ""]
     lines += program_table(registry, idx) + [""]
     png = plot_ratios(registry, idx, out_dir)
     if png:
@@ -199,10 +228,10 @@ def plot_ratios(registry, idx, out_dir):
     """Left: the 2-vs-1 speedup per program and runtime. Right: each runtime's
     2-thread median against the better of GNU and LLVM."""
     kernels = [k for k in OMP_FINE + OMP_COARSE if any(key[0] == SUITE and key[1] == k for key in idx)]
-    rts = [rt for rt in (OMP_GNU, OMP_LLVM, OMP_MOTE) if any(k[0] == SUITE and k[2] == rt for k in idx)]
+    rts = [rt for rt in runtimes() if any(k[0] == SUITE and k[2] == rt for k in idx)]
     if not kernels or not rts:
         return None
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.2))
+    fig, (left, right) = plt.subplots(2, 1, figsize=(15, 8.5))
     width = 0.8 / len(rts)
     for ri, rt in enumerate(rts):
         info = registry["runtimes"][rt]
@@ -233,10 +262,10 @@ def plot_ratios(registry, idx, out_dir):
 
 def plot_micro(registry, idx, out_dir):
     kernels = [k for k in OMP_MICRO if any(key[0] == SUITE and key[1] == k for key in idx)]
-    rts = [rt for rt in (OMP_GNU, OMP_LLVM, OMP_MOTE) if any(k[0] == SUITE and k[2] == rt for k in idx)]
+    rts = [rt for rt in runtimes() if any(k[0] == SUITE and k[2] == rt for k in idx)]
     if not kernels or not rts:
         return None
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    fig, ax = plt.subplots(figsize=(9, 3.8))
     width = 0.8 / len(rts)
     for ri, rt in enumerate(rts):
         info = registry["runtimes"][rt]

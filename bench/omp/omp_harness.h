@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 struct omp_bench_options {
@@ -258,7 +259,7 @@ static inline int omp_bench_find_libmote(struct dl_phdr_info* info, size_t size,
 struct omp_bench_library {
   char path[PATH_MAX];  // the file the loader mapped, as it names it
   char real[PATH_MAX];  // the same with symbolic links resolved
-  const char* runtime;  // the registry's name: omp_gnu, omp_llvm or omp_mote
+  const char* runtime;  // the registry's name: omp_gnu, omp_llvm, omp_mote or omp_mote_<policy>
 };
 
 // The shared object that defines omp_get_num_threads, and the runtime it is:
@@ -285,7 +286,20 @@ static inline struct omp_bench_library omp_bench_runtime(void) {
   if (strncmp(base, "libomp", 6) == 0) {
     lib.runtime = "omp_llvm";
   } else if (libmote || !system_dir) {
-    lib.runtime = "omp_mote";
+    // mote's scheduler policy is chosen by MOTE_SCHEDULER (the runtime stops
+    // on a value it does not know): each policy is a runtime of its own.
+    const char* policy = getenv("MOTE_SCHEDULER");
+    if (policy == NULL || policy[0] == '\0') {
+      lib.runtime = "omp_mote";
+    } else if (strcasecmp(policy, "steal") == 0) {
+      lib.runtime = "omp_mote_steal";
+    } else if (strcasecmp(policy, "delegation") == 0) {
+      lib.runtime = "omp_mote_delegation";
+    } else if (strcasecmp(policy, "mesh") == 0) {
+      lib.runtime = "omp_mote_mesh";
+    } else {
+      lib.runtime = "omp_mote_unknown_policy";
+    }
   } else {
     lib.runtime = "omp_gnu";
   }
