@@ -144,8 +144,17 @@ class split_deque {
     return pop_any_slow();
   }
 
-  // Tasks pushed and not yet taken back (kept ones not counted).
-  std::uint32_t depth() const noexcept { return head(); }
+  // Tasks pushed and neither taken back nor stolen (kept ones not counted).
+  // Owner only. Relaxed load of the thieves' index: a snapshot (a steal in
+  // flight may be counted or not), for a choice such as "the idle workers
+  // have enough of this worker's tasks already". Stolen slots stay below the
+  // owner's top until it pops down to them, so the top alone would count
+  // every task a thief ever took from a spawner that only pushes.
+  std::uint32_t depth() const noexcept {
+    const std::uint32_t h = head();
+    const std::uint32_t stolen = tail_of(tail_split_.load(std::memory_order_relaxed));
+    return h > stolen ? h - stolen : 0;
+  }
   bool empty() const noexcept { return head() == 0 && (kept_ == nullptr || kept_->head() == 0); }
   // Are some of the owner's tasks (kept ones too) still private? Owner only.
   bool has_private() const noexcept {
