@@ -18,6 +18,7 @@
 #include "mote/detail/loops.hpp"
 #include "core/config.hpp"
 #include "core/runtime_impl.hpp"
+#include "dataflow/current.hpp"
 
 namespace mote {
 
@@ -141,8 +142,8 @@ struct message {
   std::uint32_t ack;        // delivered to `from` after the message; 0: none
 };
 
-// The data-flow task whose body this thread is running (innermost), or nullptr.
-constinit thread_local detail::df_task* tl_current __attribute__((tls_model("initial-exec"))) = nullptr;
+// The data-flow task whose body this thread is running: detail::tl_df_current
+// (dataflow/current.hpp), defined below.
 
 // ---- Locality: ready tasks kept on their worker -----------------------------
 //
@@ -812,7 +813,7 @@ access_type merge_types(access_type a, access_type b) {
 // happens to run there is refused as it is on any other thread.
 bool in_spawning_frame(const void* spawner, const detail::df_task* spawner_task,
                        const task_group* spawner_group, unsigned spawner_loop_depth) noexcept {
-  if (detail::thread_token() != spawner || tl_current != spawner_task) return false;
+  if (detail::thread_token() != spawner || detail::tl_df_current != spawner_task) return false;
   const detail::worker* w = detail::current_worker;
   return w == nullptr ||
          (w->current_group() == spawner_group && detail::loops_of(*w).depth == spawner_loop_depth);
@@ -1105,13 +1106,15 @@ namespace {
 
 }  // namespace
 
-detail::df_task* detail::df_current_task() noexcept { return tl_current; }
+constinit thread_local detail::df_task* detail::tl_df_current __attribute__((tls_model("initial-exec"))) = nullptr;
+
+detail::df_task* detail::df_current_task() noexcept { return detail::tl_df_current; }
 
 
 
 detail::df_task* detail::df_exchange_current_task(df_task* t) noexcept {
-  df_task* previous = tl_current;
-  tl_current = t;
+  df_task* previous = detail::tl_df_current;
+  detail::tl_df_current = t;
   return previous;
 }
 
@@ -1195,15 +1198,15 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
   const std::uint64_t t0 = MOTE_UNLIKELY(sampled) ? cycle_clock() : 0;
   if (!failed && (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled())) {
     const std::uint32_t level = w.enter_group(&g);
-    df_task* outer = tl_current;
-    tl_current = t;
+    df_task* outer = detail::tl_df_current;
+    detail::tl_df_current = t;
     try {
       t->body(t, &w);
     } catch (...) {
       group_access::record_exception_only(g, std::current_exception());
       failed = true;
     }
-    tl_current = outer;
+    detail::tl_df_current = outer;
     w.leave_group(level);
   }
   if (MOTE_UNLIKELY(sampled)) {
@@ -1258,7 +1261,7 @@ void detail::df_task_run(task* base, worker& w) noexcept {
 
 
 dataflow_event dataflow_event::open() {
-  detail::df_task* t = tl_current;
+  detail::df_task* t = detail::tl_df_current;
   if (t == nullptr) {
     throw usage_error("mote::dataflow_event::open: called outside a data-flow task's body");
   }
@@ -1298,7 +1301,7 @@ void dataflow_event::fail(std::exception_ptr e) {
 }
 
 void detail::df_mark_current_urgent(std::uint8_t priority) noexcept {
-  const df_task* t = tl_current;
+  const df_task* t = detail::tl_df_current;
   if (t == nullptr || priority == 0) return;
   urgent.mark(t->trace_what, priority);
 }
@@ -1324,7 +1327,7 @@ void dataflow::construct() {
   throttle_ = throttle_limit();
   set_locality(default_locality());
   spawner_ = detail::thread_token();
-  detail::df_task* cur = tl_current;
+  detail::df_task* cur = detail::tl_df_current;
   spawner_task_ = cur;
   const detail::worker* w = detail::current_worker;
   spawner_group_ = w != nullptr ? w->current_group() : nullptr;

@@ -44,6 +44,7 @@
 #include "mote/detail/worker.hpp"
 #include "mote/dataflow.hpp"
 #include "mote/detail/dataflow_records.hpp"
+#include "dataflow/current.hpp"
 #include "wait/idle.hpp"
 #include "omp/gomp/abi.hpp"
 #include "omp/icv.hpp"
@@ -224,7 +225,14 @@ bool descends(const omp_task* t, const omp_task* x) noexcept {
 // May the thread whose state in t's team is st start t now?
 bool may_start(const omp_task* t, const thread_state& st) noexcept {
   const omp_task* x = st.task;
-  if (x == &st.implicit && st.in_barrier) return true;
+  // In the thread's implicit task: any task of the team in its barrier, and
+  // elsewhere (a taskwait, a taskgroup's end, a taskyield in the implicit
+  // task) any descendant of it. `root` says so even where the chain of
+  // parents cannot be read (through an undeferred task: the children of a
+  // task run in place name it as parent, and it is gone once they are
+  // complete): a `single` waiting for its taskgroup handed such tasks back
+  // and waited for a thread asleep in the barrier to run them.
+  if (x == &st.implicit && (st.in_barrier || t->root == x)) return true;
   return t->parent == x || descends(t, x);
 }
 
@@ -238,6 +246,16 @@ void run_body(omp_task* t, thread_state* st) noexcept;
 // undeferred task (its waits take from there first), else to the team's
 // stack. The team cannot end meanwhile (t is pending), and foreign_active
 // keeps it alive until the wake-ups are done.
+// After a seq_cst publication on tm's `bounced` stack: the members asleep
+// in its waits (wait_until's park on their worker's word, the barrier's)
+// look again. Each wake-up is the event count's notify, with its fence.
+void wake_members(team& tm) noexcept {
+  for (worker* w : tm.workers) {
+    if (w != nullptr) runtime_impl::wake_parked(w->park_word());
+  }
+  tm.barrier.notify_waiters();
+}
+
 void hand_back(omp_task* t) noexcept {
   team* tm = t->tm;
   omp_task* p = t->parent;
@@ -269,10 +287,7 @@ void hand_back(omp_task* t) noexcept {
     // barrier's) before the wake-ups.
   } while (!tm->bounced.compare_exchange_weak(head, t, std::memory_order_seq_cst, std::memory_order_relaxed));
   tm->bounced_pushes.fetch_add(1, std::memory_order_relaxed);  // relaxed: a hint (team.hpp)
-  for (worker* w : tm->workers) {
-    if (w != nullptr) runtime_impl::wake_parked(w->park_word());
-  }
-  tm->barrier.notify_waiters();
+  wake_members(*tm);
   // Release: thread 0's acquire load that sees 0 orders these accesses
   // before the team's end.
   tm->foreign_active.fetch_sub(1, std::memory_order_release);
@@ -645,7 +660,8 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved) noexcept {
   st->task = t;
   // Scopes made in the body are OpenMP's sibling scopes, not nested in the
   // data-flow task that may be running this body.
-  detail::df_task* const df = detail::df_exchange_current_task(nullptr);
+  detail::df_task* const df = detail::tl_df_current;
+  detail::tl_df_current = nullptr;
   // A task of a cancelled region or taskgroup does not start, but for one
   // whose arguments hold objects its body destroys (as GNU's library).
   const bool skip = !t->has_copies && MOTE_UNLIKELY(cancellation_on()) &&
@@ -662,7 +678,7 @@ void run_in(omp_task* t, thread_state* st, thread_state* saved) noexcept {
   // back any more: the list is empty for good, and closing it (an
   // exchange) is not needed. Acquire: as taskwait's read of 1.
   if ((t->counts.load(std::memory_order_acquire) & kPendingMask) != 1) close_handed(*t);
-  detail::df_exchange_current_task(df);
+  detail::tl_df_current = df;
   st->task = outer_task;
   --tl_task_depth;
   set_current(saved);
@@ -802,9 +818,10 @@ omp_task* make_record(const task_args& a, void** arg_out) {
 // Runs a's body on a copy of its arguments made by its cpyfn: out of line,
 // so that the frames of a chain of undeferred tasks stay small (a chain of
 // tasks each waiting for the next nests one of them per level).
-__attribute__((noinline)) void call_on_copy(const task_args& a) {
-  const std::size_t align = static_cast<std::size_t>(std::max(a.arg_align, 1L));
-  const std::size_t bytes = static_cast<std::size_t>(a.arg_size) + align;
+__attribute__((noinline)) void call_on_copy(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*),
+                                            long arg_size, long arg_align) {
+  const std::size_t align = static_cast<std::size_t>(std::max(arg_align, 1L));
+  const std::size_t bytes = static_cast<std::size_t>(arg_size) + align;
   // Small arguments on the stack, aligned by hand; large ones on the heap.
   alignas(64) char small[512];
   std::unique_ptr<char[]> big;
@@ -815,18 +832,22 @@ __attribute__((noinline)) void call_on_copy(const task_args& a) {
   }
   void* buf = raw;
   std::size_t space = bytes;
-  buf = std::align(align, static_cast<std::size_t>(a.arg_size), buf, space);
-  a.cpyfn(buf, a.data);
-  a.fn(buf);
+  buf = std::align(align, static_cast<std::size_t>(arg_size), buf, space);
+  cpyfn(buf, data);
+  fn(buf);
 }
 
 // Runs an undeferred task here: a task of its own (its children are its),
 // waited for at its end so that nothing outlives the frame it lives in.
-void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
+// The arguments one by one: GOMP_task's if(0) case comes here without a
+// task_args (task_undeferred).
+MOTE_ALWAYS_INLINE void run_undeferred(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size,
+                                       long arg_align, thread_state& st, bool final_task) {
   omp_task t;
-  t.fn = a.fn;
+  t.fn = fn;
   t.tm = st.tm;
   t.parent = nullptr;
+  t.root = st.task->root;
   t.inherit_icvs(*st.task);
   t.depth = st.task->depth + 1;
   t.has_list = true;
@@ -834,18 +855,24 @@ void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
   t.is_final = final_task;
   omp_task* const outer = st.task;
   st.task = &t;
-  detail::df_task* const df = detail::df_exchange_current_task(nullptr);
-  if (a.cpyfn != nullptr) {
-    call_on_copy(a);
+  // Scopes made in the body are OpenMP's sibling scopes (as in run_in).
+  detail::df_task* const df = detail::tl_df_current;
+  detail::tl_df_current = nullptr;
+  if (cpyfn != nullptr) {
+    call_on_copy(fn, data, cpyfn, arg_size, arg_align);
   } else {
-    a.fn(a.data);
+    fn(data);
   }
   if (t.scope != nullptr) finish_scope(t);
   wait_until([&t] { return (t.counts.load(std::memory_order_acquire) & kPendingMask) == 1; }, &t.waiter);
   // Not closed: its children are all complete, so its list is empty and
   // nothing can be handed back to it any more.
-  detail::df_exchange_current_task(df);
+  detail::tl_df_current = df;
   st.task = outer;
+}
+
+void run_undeferred(const task_args& a, thread_state& st, bool final_task) {
+  run_undeferred(a.fn, a.data, a.cpyfn, a.arg_size, a.arg_align, st, final_task);
 }
 
 // An undeferred task (if(0), a final parent, a thread that is no worker) or
@@ -891,6 +918,7 @@ __attribute__((noinline)) void defer(const task_args& a, thread_state& st, const
   t->tm = st.tm;
   t->parent = &parent;
   t->parent_explicit = parent.is_explicit;
+  t->root = parent.root;
   t->depth = parent.depth + 1;
   t->inherit_icvs(parent);
   t->group = parent.open_group != nullptr ? parent.open_group : parent.group;
@@ -994,17 +1022,21 @@ bool run_bounced(thread_state& st, bool any, std::uint64_t* seen) noexcept {
   }
   if (keep != nullptr) {
     // Back on the stack: at once when nobody pushed meanwhile (the barrier's
-    // takers: no walk), else below what they pushed. Release: the next
-    // taker's acquire exchange sees the tasks' contents.
+    // takers: no walk), else below what they pushed. seq_cst, then the
+    // wake-ups below: as hand_back's push. A member that looked while this
+    // thread held the stack found it empty and may have gone to sleep (a
+    // barrier's sleep has no timeout): the put-back must wake it, or the
+    // tasks this thread may not start wait for a thread that never looks.
     omp_task* head = nullptr;
-    if (!tm->bounced.compare_exchange_strong(head, keep, std::memory_order_release, std::memory_order_relaxed)) {
+    if (!tm->bounced.compare_exchange_strong(head, keep, std::memory_order_seq_cst, std::memory_order_relaxed)) {
       if (keep_tail == nullptr) {
         for (keep_tail = keep; keep_tail->next != nullptr;) keep_tail = static_cast<omp_task*>(keep_tail->next);
       }
       do {
         keep_tail->next = head;
-      } while (!tm->bounced.compare_exchange_weak(head, keep, std::memory_order_release, std::memory_order_relaxed));
+      } while (!tm->bounced.compare_exchange_weak(head, keep, std::memory_order_seq_cst, std::memory_order_relaxed));
     }
+    wake_members(*tm);
     // A push for the others: a thread that looked while this one held the
     // stack found it empty, or took a stack without these, and must look
     // again (relaxed: a hint, as everywhere bounced_pushes is read; the
@@ -1117,13 +1149,48 @@ void task(const task_args& a) {
   task_general(a, st, self);
 }
 
-void taskwait() {
+namespace {
+
+// task_undeferred with cancellation on: the whole of task() (a task of a
+// cancelled taskgroup is discarded). Out of line, so that the usual case
+// saves no registers for it.
+__attribute__((noinline, cold)) void task_undeferred_cancellable(void (*fn)(void*), void* data,
+                                                                 void (*cpyfn)(void*, void*), long arg_size,
+                                                                 long arg_align, unsigned flags) {
+  task(task_args{fn, data, cpyfn, arg_size, arg_align, false, flags, nullptr, 0, nullptr});
+}
+
+}  // namespace
+
+void task_undeferred(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
+                     unsigned flags) {
+  if (MOTE_UNLIKELY(cancellation_on())) {
+    task_undeferred_cancellable(fn, data, cpyfn, arg_size, arg_align, flags);
+    return;
+  }
   thread_state& st = current_inline();
-  omp_task& t = *st.task;
+  run_undeferred(fn, data, cpyfn, arg_size, arg_align, st, (flags & kFlagFinal) != 0 || st.task->is_final);
+}
+
+namespace {
+
+// taskwait with children pending, or a scope of dependences to close.
+__attribute__((noinline)) void taskwait_slow(omp_task& t) {
   // Every child complete, those with dependences too (their data-flow
   // tasks' ends follow at once); the scope's wait then only forgets them.
   wait_until([&t] { return (t.counts.load(std::memory_order_seq_cst) & kPendingMask) == 1; }, &t.waiter);
   if (t.scope != nullptr) static_cast<mote::dataflow*>(t.scope)->wait();
+}
+
+}  // namespace
+
+void taskwait() {
+  thread_state& st = current_inline();
+  omp_task& t = *st.task;
+  // No child pending and no scope: nothing to wait for (the look
+  // wait_until's first would make, without its frame). seq_cst: as there.
+  if (MOTE_LIKELY((t.counts.load(std::memory_order_seq_cst) & kPendingMask) == 1 && t.scope == nullptr)) return;
+  taskwait_slow(t);
 }
 
 void taskwait_depend(void** depend) {

@@ -53,6 +53,10 @@ struct task_args {
 };
 
 MOTE_API void task(const task_args& a);
+// task() for GOMP_task's if(0) case without depend or detach (flags: GOMP's,
+// only final is read): the arguments in registers, no task_args built.
+MOTE_API void task_undeferred(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size,
+                              long arg_align, unsigned flags);
 MOTE_API void taskwait();
 MOTE_API void taskwait_depend(void** depend);
 MOTE_API void taskyield();

@@ -616,6 +616,7 @@ void region_begin(region& r, void (*fn)(void*), void* data, unsigned nthreads, u
     st.implicit.icv = &tm.icvs;  // the encountering task's, as team_icvs made them
     st.def_allocator = cur.def_allocator;
     st.implicit.tm = &tm;
+    st.implicit.root = &st.implicit;
     st.implicit.open_group = nullptr;
     st.implicit.group = nullptr;
     st.foreign = false;

@@ -80,6 +80,11 @@ struct omp_task : detail::queued_task {
   // tasks.cpp): a task with dependences whose data-flow task ended before
   // the record did (detached, or handed back).
   void* df_event = nullptr;
+  // The implicit task its chain of creators starts from (an implicit task's
+  // is itself; nullptr outside a region): a task is a descendant of a
+  // thread's implicit task exactly when this is that task, whatever
+  // undeferred tasks the chain went through (tasks.cpp, may_start).
+  const omp_task* root = nullptr;
   unsigned depth = 0;         // its parent's depth + 1; an implicit task's is 0
   bool is_final = false;
   bool is_explicit = false;

@@ -3,6 +3,7 @@
 // taskgroups nest, in the creating task and inside tasks; taskyield is a
 // scheduling point anywhere, and the results stay right.
 #include <omp.h>
+#include <sched.h>
 
 #include "omp_check.h"
 
@@ -97,6 +98,36 @@ int main(void) {
   long want_yielded = 1100L * omp_get_max_threads();
   CHECK(yielded == want_yielded, "tasks with taskyield counted %ld, %ld expected", yielded,
         want_yielded);
+
+  // Tasks made by a task that an undeferred (if(0)) task made: descendants
+  // of the thread's implicit task, which its taskgroup's end may start, though
+  // the undeferred task has ended by then. The other thread spins outside
+  // any task meanwhile, so this thread must run them itself.
+  long grandchildren = 0;
+  int release = 0;
+#pragma omp parallel num_threads(2)
+  {
+    if (omp_get_thread_num() != 0) {
+      while (!__atomic_load_n(&release, __ATOMIC_ACQUIRE)) sched_yield();
+    } else {
+#pragma omp taskgroup
+      {
+#pragma omp task if(0) shared(grandchildren)
+        {
+#pragma omp task shared(grandchildren)
+          {
+            for (int k = 0; k < 8; ++k) {
+#pragma omp task shared(grandchildren)
+              __atomic_fetch_add(&grandchildren, 1, __ATOMIC_RELAXED);
+            }
+          }
+        }
+      }
+      __atomic_store_n(&release, 1, __ATOMIC_RELEASE);
+    }
+  }
+  CHECK(grandchildren == 8, "a taskgroup ended with %ld of the 8 grandchildren of an if(0) task run",
+        grandchildren);
   puts("taskgroup: ok");
   return 0;
 }

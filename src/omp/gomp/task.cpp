@@ -17,6 +17,11 @@ void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long 
                bool if_clause, unsigned flags, void** depend, int priority, void* detach) {
   constexpr unsigned kFlagDepend = GOMP_TASK_FLAG_DEPEND, kFlagPriority = GOMP_TASK_FLAG_PRIORITY,
                      kFlagDetach = GOMP_TASK_FLAG_DETACH;
+  if (!if_clause && (flags & (kFlagDepend | kFlagDetach)) == 0) {
+    // The usual if(0) task (a cut-off): runs here, its arguments passed on as they came.
+    mote::omp::task_undeferred(fn, data, cpyfn, arg_size, arg_align, flags);
+    return;
+  }
   const mote::omp::task_args a{fn,
                                data,
                                cpyfn,
