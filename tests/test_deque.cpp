@@ -280,11 +280,11 @@ TEST(Deque, StealTakesOldestAfterShareRequest) {
   EXPECT_EQ(owner.counts().stolen_pops, 1u);
 }
 
-// depth() is what the owner still holds: a spawner that only pushes (one
+// held() is what the owner still holds: a spawner that only pushes (one
 // thread creating every task, the others stealing) must see its deque get
 // shorter as thieves take its tasks, or it would take itself for "far ahead"
 // for good (the OpenMP layer then runs every later task in place).
-TEST(Deque, DepthCountsOnlyTasksNoThiefTook) {
+TEST(Deque, HeldCountsOnlyTasksNoThiefTook) {
   auto rt = bare_runtime();
   split_deque owner(rt.get(), 64);
   worker thief(*rt, 1, 64);
@@ -294,15 +294,16 @@ TEST(Deque, DepthCountsOnlyTasksNoThiefTook) {
   ASSERT_TRUE(owner.push(&tasks[0]));
   EXPECT_EQ(owner.steal(thief, &index), nullptr);  // asks to share
   for (std::size_t i = 1; i < tasks.size(); ++i) ASSERT_TRUE(owner.push(&tasks[i]));
-  EXPECT_EQ(owner.depth(), 10u);
+  EXPECT_EQ(owner.held(), 10u);
   // The first push after the request shared the older half of what was private then.
   ASSERT_EQ(owner.steal(thief, &index), &tasks[0]);
-  EXPECT_EQ(owner.depth(), 9u);
+  EXPECT_EQ(owner.held(), 9u);
   owner.publish();
   for (std::size_t i = 1; i < 6; ++i) ASSERT_EQ(owner.steal(thief, &index), &tasks[i]);
-  EXPECT_EQ(owner.depth(), 4u);
+  EXPECT_EQ(owner.held(), 4u);
+  EXPECT_EQ(owner.depth(), 10u);  // the top's position: stolen slots below it still count
   for (std::size_t i = tasks.size(); i-- > 6;) ASSERT_EQ(owner.pop_any(), &tasks[i]);
-  EXPECT_EQ(owner.depth(), 0u);
+  EXPECT_EQ(owner.held(), 0u);
 }
 
 TEST(Deque, PopAnySkipsStolenTasks) {

@@ -549,7 +549,7 @@ placement choose_placement(void (*fn)(void*), unsigned depth, worker& self) noex
   const std::uint64_t handoff = handoff_ticks();
   if (MOTE_UNLIKELY(handoff == 0)) return placement::away;  // MOTE_OMP_TASK_HANDOFF_NS=0: every task deferred
   site_entry& e = site_of(fn, depth);
-  const bool deep = self.pool().depth() >= kDeepQueue;
+  const bool deep = self.pool().held() >= kDeepQueue;
   if (!deep && e.work == 0) return placement::away_timed;
   if (deep || e.work < handoff) {
     if (--e.until_sample == 0) {

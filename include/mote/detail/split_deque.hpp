@@ -144,13 +144,17 @@ class split_deque {
     return pop_any_slow();
   }
 
+  // The owner's top as an index: tasks pushed and not yet taken back, stolen
+  // ones included (kept ones not counted). A position (task groups record
+  // where their frames start), not a count of waiting tasks: see held().
+  std::uint32_t depth() const noexcept { return head(); }
   // Tasks pushed and neither taken back nor stolen (kept ones not counted).
   // Owner only. Relaxed load of the thieves' index: a snapshot (a steal in
   // flight may be counted or not), for a choice such as "the idle workers
   // have enough of this worker's tasks already". Stolen slots stay below the
-  // owner's top until it pops down to them, so the top alone would count
-  // every task a thief ever took from a spawner that only pushes.
-  std::uint32_t depth() const noexcept {
+  // owner's top until it pops down to them, so depth() alone counts every
+  // task a thief ever took from a spawner that only pushes.
+  std::uint32_t held() const noexcept {
     const std::uint32_t h = head();
     const std::uint32_t stolen = tail_of(tail_split_.load(std::memory_order_relaxed));
     return h > stolen ? h - stolen : 0;
