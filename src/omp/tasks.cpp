@@ -238,14 +238,6 @@ bool may_start(const omp_task* t, const thread_state& st) noexcept {
 
 void run_body(omp_task* t, thread_state* st) noexcept;
 
-// A worker outside t's team took t (a steal, or the injection queue), or a
-// thread of the team that may not start it (the scheduling constraint): t
-// goes back to its team, whose threads run it in their waits (an OpenMP
-// task runs on a thread of its team: omp_get_thread_num, task reductions'
-// copies). To its parent's list when the parent is a running explicit or
-// undeferred task (its waits take from there first), else to the team's
-// stack. The team cannot end meanwhile (t is pending), and foreign_active
-// keeps it alive until the wake-ups are done.
 // After a seq_cst publication on tm's `bounced` stack: the members asleep
 // in its waits (wait_until's park on their worker's word, the barrier's)
 // look again. Each wake-up is the event count's notify, with its fence.
@@ -256,6 +248,14 @@ void wake_members(team& tm) noexcept {
   tm.barrier.notify_waiters();
 }
 
+// A worker outside t's team took t (a steal, or the injection queue), or a
+// thread of the team that may not start it (the scheduling constraint): t
+// goes back to its team, whose threads run it in their waits (an OpenMP
+// task runs on a thread of its team: omp_get_thread_num, task reductions'
+// copies). To its parent's list when the parent is a running explicit or
+// undeferred task (its waits take from there first), else to the team's
+// stack. The team cannot end meanwhile (t is pending), and foreign_active
+// keeps it alive until the wake-ups are done.
 void hand_back(omp_task* t) noexcept {
   team* tm = t->tm;
   omp_task* p = t->parent;
