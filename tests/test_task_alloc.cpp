@@ -5,10 +5,12 @@
 // and data-flow scopes make, aligned as their types require.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -162,47 +164,127 @@ TEST(TaskAlloc, FreedOnAnotherThread) {
       if (kCacheOn) EXPECT_TRUE(mine.count(p) == 1);
       give_record(p, tag, b);
     }
-    // b's destructor frees its blocks, and the homed ones it still holds in a
-    // batch that is not full yet (40 = one batch of 32 sent, 8 kept).
+    // b's destructor frees its blocks; the homed ones it still holds in a
+    // batch that is not full yet (40 = one batch of 32 sent, 8 kept) are a's,
+    // freed with a's slabs.
   });
   other.join();
-  // The full batch went home: a's next takes are those blocks.
+  // The full batch went home: once a's slab is full (its 63 blocks, 40 of
+  // them taken above), a's next takes are those blocks, not new ones.
   std::unordered_set<void*> sent(homed.begin(), homed.end());
   std::vector<void*> again;
-  for (int i = 0; i < 32; ++i) {
+  int back = 0;
+  for (int i = 0; i < 63 - 40 + 32; ++i) {
     void* p = take_record_with_home(tag, 100, &a).memory;
-    if (kCacheOn) EXPECT_TRUE(sent.count(p) == 1) << i;
+    back += static_cast<int>(sent.count(p));
     fill(p, 100, 5);
     again.push_back(p);
   }
+  if (kCacheOn) EXPECT_EQ(back, 32);
   for (void* p : again) give_record_home(p, tag, &a, &a);
 }
 
-// A home of another domain (another runtime, which may end first) is not
-// reached: the block stays with the cache that frees it.
-TEST(TaskAlloc, HomeOfAnotherDomainIsNotReached) {
+// A block that goes home is its home's, whoever frees it: a cache of another
+// domain (another runtime, which may end before a batch would leave it), a
+// cache of no domain, or a thread with no cache sends it home at once, alone;
+// it never joins the freeing cache's list.
+TEST(TaskAlloc, HomeIsReachedFromAnywhere) {
   int first = 0;
   int second = 0;
   task_cache home(&first);
   task_cache stranger(&second);
-  task_cache nowhere;  // no domain: nothing goes home to it
+  task_cache nowhere;  // no domain: no batch goes to it, single blocks do
   const record_tag tag = record_tag::of(64, 8);
   for (task_cache* h : {&home, &nowhere}) {
-    std::vector<void*> blocks;
-    for (int i = 0; i < 64; ++i) blocks.push_back(take_record_with_home(tag, 64, h).memory);
-    for (void* p : blocks) give_record_home(p, tag, h, &stranger);
-    std::unordered_set<void*> given(blocks.begin(), blocks.end());
-    for (int i = 0; i < 64; ++i) {
-      void* p = take_record_with_home(tag, 64, h).memory;
-      if (kCacheOn) EXPECT_EQ(given.count(p), 0u) << "a block went home across domains";
-      give_record(p, tag);
-    }
-    for (int i = 0; i < 64; ++i) {
-      void* p = take_record(tag, 64, stranger);
-      if (kCacheOn) EXPECT_EQ(given.count(p), 1u);
-      give_record(p, tag);
+    for (int freer = 0; freer < 2; ++freer) {
+      std::vector<void*> blocks;
+      for (int i = 0; i < 64; ++i) blocks.push_back(take_record_with_home(tag, 64, h).memory);
+      std::unordered_set<void*> given(blocks.begin(), blocks.end());
+      if (freer == 0) {
+        for (void* p : blocks) give_record_home(p, tag, h, &stranger);
+      } else {
+        std::thread outside([&] {
+          for (void* p : blocks) give_record_home(p, tag, h, nullptr);
+        });
+        outside.join();
+      }
+      // Nothing joined the stranger's list.
+      void* q = take_record(tag, 64, stranger);
+      if (kCacheOn) EXPECT_EQ(given.count(q), 0u) << "a block that goes home stayed with the cache that freed it";
+      give_record(q, tag, stranger);
+      // Home takes them back once its slabs are full: within its free
+      // blocks (fewer than two slabs' worth) and the 64 sent back.
+      std::vector<void*> again;
+      int back = 0;
+      for (int i = 0; i < 2 * 63 + 64 && back < 64; ++i) {
+        void* p = take_record_with_home(tag, 64, h).memory;
+        back += static_cast<int>(given.count(p));
+        fill(p, 64, 6);
+        again.push_back(p);
+      }
+      if (kCacheOn) EXPECT_EQ(back, 64);
+      for (void* p : again) give_record_home(p, tag, h, h);
     }
   }
+}
+
+// Blocks that go home are handed out lowest first: whatever order they were
+// freed in, the next takes return them in the order of the first takes
+// (neighbours in memory, slab after slab), so that records spawned in a row
+// lie in a row.
+TEST(TaskAlloc, HomedBlocksAreTakenLowestFirst) {
+  if (!kCacheOn) GTEST_SKIP() << "no cache in this build (MOTE_TASK_CACHE=0)";
+  task_cache mine;
+  std::mt19937_64 random(mote_test::test_seed());
+  for (int c = 0; c < task_cache::kClasses; ++c) {
+    const std::size_t bytes = task_cache::size_of(c);
+    const record_tag tag = record_tag::of(bytes, 8);
+    constexpr int kBlocks = 300;  // several slabs
+    std::vector<void*> first;
+    for (int i = 0; i < kBlocks; ++i) {
+      first.push_back(take_record_with_home(tag, bytes, &mine).memory);
+      fill(first.back(), bytes, 7);
+    }
+    // Within a slab, each block is the next one in memory.
+    for (int i = 1; i < kBlocks; ++i) {
+      const auto a = reinterpret_cast<std::uintptr_t>(first[static_cast<std::size_t>(i) - 1]);
+      const auto b = reinterpret_cast<std::uintptr_t>(first[static_cast<std::size_t>(i)]);
+      if (i % 63 != 0) EXPECT_EQ(b, a + bytes) << "class " << c << ", block " << i;
+    }
+    for (int round = 0; round < 3; ++round) {
+      std::vector<void*> shuffled = first;
+      std::shuffle(shuffled.begin(), shuffled.end(), random);
+      for (void* p : shuffled) give_record_home(p, tag, &mine, &mine);
+      for (int i = 0; i < kBlocks; ++i) {
+        void* p = take_record_with_home(tag, bytes, &mine).memory;
+        EXPECT_EQ(p, first[static_cast<std::size_t>(i)]) << "class " << c << ", block " << i;
+      }
+    }
+    for (void* p : first) give_record_home(p, tag, &mine, &mine);
+  }
+}
+
+// A peak of blocks that go home leaves at most kKeepBytes of each class
+// behind: wholly free slabs above that are given back, and taken anew.
+TEST(TaskAlloc, HomedPeakIsGivenBack) {
+  if (!kCacheOn) GTEST_SKIP() << "no cache in this build (MOTE_TASK_CACHE=0)";
+  task_cache mine;
+  const int c = task_cache::kClasses - 1;
+  const std::size_t bytes = task_cache::size_of(c);
+  const record_tag tag = record_tag::of(bytes, 8);
+  const std::size_t peak = task_cache::kKeepBytes / bytes * 3 / 2;  // 1.5 x what is kept
+  std::vector<void*> blocks;
+  for (std::size_t i = 0; i < peak; ++i) blocks.push_back(take_record_with_home(tag, bytes, &mine).memory);
+  EXPECT_GE(mine.slab_bytes_held(c), peak * bytes);
+  for (void* p : blocks) give_record_home(p, tag, &mine, &mine);
+  EXPECT_LE(mine.slab_bytes_held(c), task_cache::kKeepBytes + task_cache::size_of(c) * 64);
+  EXPECT_GE(mine.slab_bytes_held(c), task_cache::kKeepBytes / 2);
+  // The next peak is served again, lowest first, from the slabs kept and new ones.
+  blocks.clear();
+  for (std::size_t i = 0; i < peak; ++i) blocks.push_back(take_record_with_home(tag, bytes, &mine).memory);
+  std::unordered_set<void*> distinct(blocks.begin(), blocks.end());
+  EXPECT_EQ(distinct.size(), peak);
+  for (void* p : blocks) give_record_home(p, tag, &mine, &mine);
 }
 
 // A producer thread takes blocks that go home, a consumer frees them, and the

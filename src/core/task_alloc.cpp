@@ -1,42 +1,114 @@
-// The record allocator's out-of-line side: blocks that go home (batches sent
-// to a home's return stack, taken back in one exchange), and the end of a
-// cache.
+// The record allocator's out-of-line side: the slabs of blocks that go home
+// (a new slab, one given back), batches sent to a home's return stack and
+// taken back in one exchange, and the end of a cache.
 #include "mote/detail/task_alloc.hpp"
+
+#include <cstring>
 
 namespace mote::detail {
 
 task_cache::~task_cache() {
-  // The caches of a domain end together, once no owner gives any more:
-  // blocks still in a batch or on a return stack are blocks of their class
-  // (new_block), freed here wherever they came from.
   for (int c = 0; c < kClasses; ++c) {
-    free_block* lists[2] = {head_[c], outgoing_[c].head};
-    for (free_block* b : lists) {
-      while (b != nullptr) {
-        free_block* next = b->next;
-        delete_block(b);
-        b = next;
-      }
+    for (free_block* b = head_[c]; b != nullptr;) {
+      free_block* next = b->next;
+      delete_block(b);
+      b = next;
     }
-    // Acquire, as reclaim(): pairs with send()'s release CAS, so the links of
-    // every batch pushed here are visible before they are walked.
-    free_block* stack = returned_[c].exchange(nullptr, std::memory_order_acquire);
-    while (stack != nullptr) {
-      free_block* below = stack->next_batch;
-      for (free_block* b = stack; b != nullptr;) {
-        free_block* next = b->next;
-        delete_block(b);
-        b = next;
-      }
-      stack = below;
+#if MOTE_TASK_CACHE
+    // Blocks in a batch not sent yet, or on this cache's return stack, are
+    // blocks of slabs (of this cache or of another of its domain, which ends
+    // with it), freed with their slabs: nothing to walk.
+    slab_set& set = slabs_[c];
+    for (std::uint32_t i = 0; i < set.size; ++i) {
+      if (set.table[i] != nullptr) ::operator delete(set.table[i], std::align_val_t(slab_bytes(c)));
     }
+    delete[] set.table;
+    delete[] set.has_free;
+#endif
   }
 }
+
+#if MOTE_TASK_CACHE
+void* task_cache::take_returnable_slow(int cls) {
+  slab_set& set = slabs_[cls];
+  for (int round = 0; round < 2; ++round) {
+    while (set.first < set.words) {
+      if (set.has_free[set.first] != 0) {
+        const auto bit = static_cast<std::uint32_t>(std::countr_zero(set.has_free[set.first]));
+        return take_from(set, set.first * 64 + bit, cls);
+      }
+      ++set.first;
+    }
+    // Every slab is full. Relaxed: a look only; reclaim()'s acquire exchange
+    // is what takes the blocks and their links. A batch missed here is taken
+    // the next time the slabs are full.
+    if (round == 0 && returned_[cls].load(std::memory_order_relaxed) != nullptr) {
+      reclaim(cls);
+    } else {
+      break;
+    }
+  }
+  // A new slab. Everything that throws comes first: the slab, then room for
+  // its index; on a throw the cache is as it was.
+  void* memory = ::operator new(slab_bytes(cls), std::align_val_t(slab_bytes(cls)));
+  std::uint32_t i = set.size;
+  if (set.holes != 0) {
+    i = 0;
+    while (set.table[i] != nullptr) ++i;
+    --set.holes;
+  } else if (set.size == set.words * 64) {
+    const std::uint32_t words = set.words == 0 ? 1 : set.words * 2;
+    slab** table;
+    std::uint64_t* has_free;
+    try {
+      table = new slab*[std::size_t{words} * 64];
+      try {
+        has_free = new std::uint64_t[words];
+      } catch (...) {
+        delete[] table;
+        throw;
+      }
+    } catch (...) {
+      ::operator delete(memory, std::align_val_t(slab_bytes(cls)));
+      throw;
+    }
+    if (set.size != 0) std::memcpy(table, set.table, sizeof(slab*) * set.size);
+    std::memset(has_free, 0, sizeof(std::uint64_t) * words);
+    if (set.words != 0) std::memcpy(has_free, set.has_free, sizeof(std::uint64_t) * set.words);
+    delete[] set.table;
+    delete[] set.has_free;
+    set.table = table;
+    set.has_free = has_free;
+    set.words = words;
+    ++set.size;
+  } else {
+    ++set.size;
+  }
+  auto* s = static_cast<slab*>(memory);
+  s->free = kAllFree;
+  s->index = i;
+  set.table[i] = s;
+  ++set.held;
+  set.has_free[i / 64] |= std::uint64_t{1} << (i % 64);
+  if (i / 64 < set.first) set.first = i / 64;
+  return take_from(set, i, cls);
+}
+
+void task_cache::release(int cls, slab* s) noexcept {
+  slab_set& set = slabs_[cls];
+  const std::uint32_t i = s->index;
+  set.table[i] = nullptr;
+  set.has_free[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+  --set.held;
+  ++set.holes;
+  ::operator delete(s, std::align_val_t(slab_bytes(cls)));
+}
+#endif
 
 void task_cache::give_home(void* p, int cls, task_cache& home) noexcept {
 #if MOTE_TASK_CACHE
   if (&home == this) {
-    give(p, cls);
+    give_own(p, cls);
     return;
   }
   batch& out = outgoing_[cls];
@@ -52,35 +124,52 @@ void task_cache::give_home(void* p, int cls, task_cache& home) noexcept {
 #endif
 }
 
-void task_cache::send(int cls) noexcept {
-  batch& out = outgoing_[cls];
-  std::atomic<free_block*>& stack = out.home->returned_[cls];
+namespace {
+
+// Pushes the list [head ... ] (linked through `next`) onto a return stack.
+template <class Block>
+void push_returned(std::atomic<Block*>& stack, Block* head) noexcept {
   // Relaxed: a first guess for the CAS below, which rereads it on failure.
-  free_block* top = stack.load(std::memory_order_relaxed);
+  Block* top = stack.load(std::memory_order_relaxed);
   do {
-    out.head->next_batch = top;
+    head->next_batch = top;
     // Release: the home's acquire exchange in reclaim() sees the batch's
     // links. Only the home ever pops, and it takes the whole stack at once,
     // so a pushed batch is never removed under a pusher (no ABA).
-  } while (!stack.compare_exchange_weak(top, out.head, std::memory_order_release,
-                                        std::memory_order_relaxed));
+  } while (!stack.compare_exchange_weak(top, head, std::memory_order_release, std::memory_order_relaxed));
+}
+
+}  // namespace
+
+void task_cache::send(int cls) noexcept {
+  batch& out = outgoing_[cls];
+  push_returned(out.home->returned_[cls], out.head);
   out = batch{};
 }
 
+void task_cache::send_home(void* p, int cls, task_cache& home) noexcept {
+#if MOTE_TASK_CACHE
+  auto* b = static_cast<free_block*>(p);
+  b->next = nullptr;
+  push_returned(home.returned_[cls], b);
+#else
+  (void)home;
+  (void)cls;
+  delete_block(p);
+#endif
+}
+
 void task_cache::reclaim(int cls) noexcept {
-  // Acquire: pairs with send()'s release CAS; every batch's links are visible.
+  // Acquire: pairs with push_returned's release CAS; every batch's links are
+  // visible.
   free_block* stack = returned_[cls].exchange(nullptr, std::memory_order_acquire);
   while (stack != nullptr) {
     free_block* below = stack->next_batch;
-    free_block* last = stack;
-    std::uint32_t n = 1;
-    while (last->next != nullptr) {
-      last = last->next;
-      ++n;
+    for (free_block* b = stack; b != nullptr;) {
+      free_block* next = b->next;
+      give_own(b, cls);
+      b = next;
     }
-    last->next = head_[cls];
-    head_[cls] = stack;
-    count_[cls] += n;
     stack = below;
   }
 }

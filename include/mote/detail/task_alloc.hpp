@@ -8,10 +8,23 @@
 // 256, 512 or 1024 bytes of operator-new memory, exactly the class's size,
 // wherever it comes from. Blocks of a class are therefore interchangeable: a
 // worker takes them from its own cache (task_cache, below), and whoever frees
-// one (the same worker, a thief, a consumer) puts it in its own cache, or
-// sends it home. A thread without a cache takes a fresh block of the class
-// size from operator new and deletes what it frees. Larger records come from
-// operator new, over-aligned ones from aligned operator new.
+// one (the same worker, a thief) puts it in its own cache. A thread without a
+// cache takes a fresh block of the class size from operator new and deletes
+// what it frees. Larger records come from operator new, over-aligned ones
+// from aligned operator new.
+//
+// Blocks that go home (take_record_with_home: data-flow records, which one
+// worker makes and any worker frees) are not interchangeable: they are cut
+// from their home cache's slabs (64 blocks of a class, the first holding the
+// slab's header), and the home hands out the lowest free block of its lowest
+// slab. Blocks taken one after another are then neighbours in memory, as a
+// system allocator that carves them from one free region makes them, and so
+// are the records of tasks spawned in a row: a later walk over them in spawn
+// order (the predecessors that a sweep of a data-flow graph links to) runs
+// along memory, where the hardware prefetches. A list that hands out the
+// block freed last scatters such a walk over every block the graph holds: on
+// an 8x8-tile wavefront that cost 40% of the wall time, with the same
+// instructions.
 //
 // The allocation returns a record_tag (one byte) that the caller keeps, or,
 // when it is a constant, recomputes, and passes back with the block:
@@ -23,6 +36,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -38,7 +52,8 @@ namespace mote::detail {
 // alone: call them only from the thread whose cache this is (a worker's).
 //
 // MOTE_TASK_CACHE=0 (ASan builds) keeps nothing: take() is operator new and
-// give() operator delete, so a use after free of a record is seen.
+// give() operator delete (and so for the blocks that go home), so a use after
+// free of a record is seen.
 class task_cache {
  public:
   static constexpr std::size_t kSmallest = 64;
@@ -113,27 +128,99 @@ class task_cache {
     delete_block(p);
   }
 
-  // Blocks that remember where they came from go home: a block of `home`'s
-  // freed by this cache's owner joins a batch, and a full batch (or one for
-  // another home) is pushed onto home's return stack with one CAS; home takes
-  // back all its returned blocks with one exchange when its own list runs
-  // dry. So a producer whose records are freed by a consumer keeps drawing on
-  // them, and neither touches the system allocator. Owner of this cache only;
-  // `home` is any live cache of the same domain (or this one).
-  MOTE_API void give_home(void* p, int cls, task_cache& home) noexcept;
-  // take() for blocks that go home: its own list, then its returned blocks.
-  // Owner only.
+  // ---- Blocks that go home: cut from this cache's slabs -----------------
+  //
+  // A block of class cls from this cache's slabs, the lowest free one (see
+  // the top of this file): the lowest slab with a free block, then that
+  // slab's lowest. When none is free, the blocks others sent back are taken
+  // first (reclaim), then a new slab. Owner only. Throws std::bad_alloc.
   void* take_returnable(int cls) {
 #if MOTE_TASK_CACHE
-    // Relaxed: a look only; reclaim()'s acquire exchange is what takes the
-    // blocks and their links. A batch missed here is taken next time.
-    if (head_[cls] == nullptr && returned_[cls].load(std::memory_order_relaxed) != nullptr)
-      reclaim(cls);
+    slab_set& set = slabs_[cls];
+    if (MOTE_LIKELY(set.first < set.words && set.has_free[set.first] != 0)) {
+      const auto bit = static_cast<std::uint32_t>(std::countr_zero(set.has_free[set.first]));
+      return take_from(set, set.first * 64 + bit, cls);
+    }
+    return take_returnable_slow(cls);
+#else
+    return new_block(cls);
 #endif
-    return take(cls);
   }
+  // Gives back a block of this cache's own slabs. Owner only.
+  void give_own(void* p, int cls) noexcept {
+#if MOTE_TASK_CACHE
+    slab_set& set = slabs_[cls];
+    slab* s = slab_of(p, cls);
+    const auto offset = reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(s);
+    const auto b = static_cast<unsigned>(offset >> (kLogSmallest + cls));
+    if (s->free == 0) {
+      set.has_free[s->index / 64] |= std::uint64_t{1} << (s->index % 64);
+      if (s->index / 64 < set.first) set.first = s->index / 64;
+    }
+    s->free |= std::uint64_t{1} << b;
+    if (MOTE_UNLIKELY(s->free == kAllFree) && set.held > keep_slabs(cls)) release(cls, s);
+#else
+    (void)cls;
+    delete_block(p);
+#endif
+  }
+  // A block of `home`'s slabs freed by this cache's owner: home's own go
+  // back at once; another cache's join a batch, and a full batch (or one for
+  // another home) is pushed onto home's return stack with one CAS, which home
+  // takes back in one exchange when its slabs are full. So a producer whose
+  // records are freed by a consumer keeps drawing on them, and neither
+  // touches the system allocator. Owner of this cache only; `home` is a live
+  // cache of the same domain (or this one): a batch may wait here until the
+  // domain's end.
+  MOTE_API void give_home(void* p, int cls, task_cache& home) noexcept;
+  // A block of `home`'s slabs, freed by any thread (one with no cache, or a
+  // cache of another domain, which may end before a batch would be sent):
+  // pushed alone onto home's return stack. `home` must be alive.
+  MOTE_API static void send_home(void* p, int cls, task_cache& home) noexcept;
+  // Bytes of class cls's slabs this cache holds (in use or free). Owner only.
+  std::size_t slab_bytes_held(int cls) const noexcept { return std::size_t{slabs_[cls].held} * slab_bytes(cls); }
 
  private:
+  static constexpr int kLogSmallest = 6;
+  static_assert(kSmallest == std::size_t{1} << kLogSmallest);
+  // A slab: 64 blocks of its class, aligned to its size, so that a block
+  // finds its slab by masking its address. Block 0 holds this header.
+  struct slab {
+    std::uint64_t free;   // bit b: block b is free (bit 0, the header's, never)
+    std::uint32_t index;  // in its class's table
+  };
+  static_assert(sizeof(slab) <= kSmallest);
+  static constexpr std::uint64_t kAllFree = ~std::uint64_t{1};
+  static constexpr std::size_t slab_bytes(int cls) noexcept { return size_of(cls) * 64; }
+  static slab* slab_of(void* p, int cls) noexcept {
+    return reinterpret_cast<slab*>(reinterpret_cast<std::uintptr_t>(p) & ~(slab_bytes(cls) - 1));
+  }
+  // Wholly free slabs are kept while the class holds at most kKeepBytes.
+  static constexpr std::uint32_t keep_slabs(int cls) noexcept {
+    return static_cast<std::uint32_t>(kKeepBytes / slab_bytes(cls));
+  }
+  // One class's slabs, the owner's alone. table[i]: slab i, or nullptr (one
+  // given back; the next new slab takes the index). has_free: bit i set when
+  // slab i has a free block; no word below `first` has a bit set.
+  struct slab_set {
+    slab** table = nullptr;
+    std::uint64_t* has_free = nullptr;
+    std::uint32_t size = 0;      // table entries in use (slabs and holes)
+    std::uint32_t words = 0;     // has_free's words; the table has words * 64 entries
+    std::uint32_t first = 0;
+    std::uint32_t held = 0;      // slabs in the table
+    std::uint32_t holes = 0;     // nullptr entries below `size`
+  };
+  void* take_from(slab_set& set, std::uint32_t i, int cls) noexcept {
+    slab* s = set.table[i];
+    const int b = std::countr_zero(s->free);
+    s->free &= s->free - 1;
+    if (s->free == 0) set.has_free[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+    return reinterpret_cast<char*>(s) + (static_cast<std::size_t>(b) << (kLogSmallest + cls));
+  }
+  MOTE_API void* take_returnable_slow(int cls);
+  MOTE_API void release(int cls, slab* s) noexcept;
+
   static constexpr std::uint32_t kBatch = 32;
   struct free_block {
     free_block* next;
@@ -151,6 +238,7 @@ class task_cache {
   free_block* head_[kClasses] = {};
   std::uint32_t count_[kClasses] = {};
   std::uint32_t keep_[kClasses] = {kKeep, kKeep, kKeep, kKeep, kKeep};
+  slab_set slabs_[kClasses];
   batch outgoing_[kClasses];
   // Read by the caches that send blocks here; written once, at construction,
   // so it shares the line that only they and reclaim() write, not the
@@ -272,11 +360,12 @@ struct homed_record {
   task_cache* home;
 };
 
-// take_record for a block that goes home: mine's list, then the blocks others
-// have sent back to it. Keep `home` with the record for give_record_home,
-// which reads it: the record must be given back before mine's cache ends
-// (before its runtime does). A record that may outlive the caller's runtime
-// takes its block with take_record and no home.
+// take_record for a block that goes home: from mine's slabs (the lowest free
+// block; see the top of this file). Off a worker (mine nullptr), a block of no
+// home, as take_record gives. Keep `home` with the record for
+// give_record_home, which reads it: the record must be given back before
+// mine's cache ends (before its runtime does). A record that may outlive the
+// caller's runtime takes its block with take_record and no home.
 //
 //   homed_record b = take_record_with_home(tag, bytes, mine);
 inline homed_record take_record_with_home(record_tag tag, std::size_t bytes, task_cache* mine) {
@@ -287,22 +376,29 @@ inline homed_record take_record_with_home(record_tag tag, std::size_t bytes, tas
   return {take_uncached_record(tag, bytes), nullptr};
 }
 
-// Gives back a block from take_record_with_home: home, when mine can reach it
-// (both of one domain), else into mine's own list (no home, or one of
-// another runtime's), else (no cache here) to the system allocator. home,
-// when not nullptr, must still be alive (its domain is read).
+// Gives back a block from take_record_with_home, on any thread: to its home
+// (at once when mine is the home; in a batch when mine is of the home's
+// domain; alone on the home's return stack otherwise); a block of no home
+// into mine's list, or (no cache here) to the system allocator. home, when
+// not nullptr, must still be alive.
 //
 //   give_record_home(b.memory, tag, b.home, mine);
 inline void give_record_home(void* memory, record_tag tag, task_cache* home,
                              task_cache* mine) noexcept {
   if (!tag.cached()) {
     give_uncached_record(memory, tag);
-  } else if (mine == nullptr) {
-    task_cache::delete_block(memory);
-  } else if (home != nullptr && home->domain() != nullptr && home->domain() == mine->domain()) {
+  } else if (home == nullptr) {
+    if (mine != nullptr) {
+      mine->give(memory, tag.cache_class());
+    } else {
+      task_cache::delete_block(memory);
+    }
+  } else if (home == mine) {
+    mine->give_own(memory, tag.cache_class());
+  } else if (mine != nullptr && home->domain() != nullptr && home->domain() == mine->domain()) {
     mine->give_home(memory, tag.cache_class(), *home);
   } else {
-    mine->give(memory, tag.cache_class());
+    task_cache::send_home(memory, tag.cache_class(), *home);
   }
 }
 
