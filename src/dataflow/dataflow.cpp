@@ -1238,6 +1238,10 @@ void detail::df_task_run(task* base, worker& w) noexcept {
   for (;;) {
     df_task* next = run_one(t, w);
     if (next == nullptr) return;
+    // An attached source (MPI's requests) is polled between tasks, here as
+    // in the worker's loop: a chain of immediate successors would otherwise
+    // leave the transfers it waits for unseen until it ends.
+    if (MOTE_UNLIKELY(w.runtime().source().attached())) w.runtime().source().poll_if_due();
     if (MOTE_UNLIKELY(w.runtime().urgent_waiting())) {
       // Urgent tasks came meanwhile: they run first (the worker's next look
       // takes them), the successor from the pool after them.

@@ -846,6 +846,59 @@ TEST_F(Mpi, PollRightAfterATaskStartsATransfer) {
   EXPECT_GT(next_task, after_iwait) << "no poll between the task that started the receive and the next task";
 }
 
+// A chain of tasks that each ready the next (run at once on the same worker,
+// which then does not return to its loop between them) does not hide a
+// transfer from the service: the busy worker polls between the chain's
+// tasks too, so a receive that completes meanwhile is seen while the chain
+// runs, not after it (MPI's halo tasks waited behind such chains).
+TEST_F(Mpi, PollBetweenImmediateSuccessors) {
+  if (!paired()) GTEST_SKIP();
+  mote::runtime_options o;
+  o.num_workers = 1;
+  o.spin = std::chrono::microseconds(20);
+  mote::runtime one(o);
+  constexpr int kChain = 500;
+  int in = -1;
+  const int out = 60 + g_rank;
+  int seen_at = -1;
+  std::thread sender = send_after_go(&out, 1, 891, 892);
+  attached_to(one, [&] {
+    one.run([&] {
+      mote::dataflow df;
+      const std::uint64_t before = mote::mpi::get_stats().requests;
+      int link = 0;
+      // Each link looks for the receive's completion for up to 2 ms; the
+      // data is on its way once the receive task has run.
+      for (int i = 0; i < kChain; ++i) {
+        df.spawn(mote::inout(link), [&, i] {
+          if (seen_at >= 0) return;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+          while (std::chrono::steady_clock::now() < until) {
+            const mote::mpi::stats st = mote::mpi::get_stats();
+            if (st.requests > before && st.outstanding == 0) {
+              seen_at = i;
+              return;
+            }
+          }
+        });
+      }
+      // Spawned last: the pool runs the newest first, the receive, then the
+      // chain's head, whose end readies the next link, and so on.
+      df.spawn(mote::out(in), [&] {
+        MPI_Request r;
+        MPI_Irecv(&in, 1, MPI_INT, partner(), 891, MPI_COMM_WORLD, &r);
+        mote::mpi::iwait(r);
+        send_go(892);
+      });
+      df.wait();
+    });
+  });
+  sender.join();
+  EXPECT_EQ(in, 60 + partner());
+  EXPECT_GE(seen_at, 0) << "the receive completed unseen while a chain of " << kChain << " tasks ran";
+  EXPECT_LT(seen_at, kChain - 1);
+}
+
 // Turns a hang into a failure: after the limit, every rank aborts the job.
 class watchdog {
  public:
