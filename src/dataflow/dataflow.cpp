@@ -846,6 +846,15 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, s
   // Relaxed, keep_local: the owner's own decision; the workers read it as a
   // hint when they ready a task.
   const int mode = g.keep_local.load(std::memory_order_relaxed) ? 1 : 0;
+  if (g.settling) {
+    // The window after a change of mode carried the last mode's tasks (keep
+    // after share: the owner's pending tasks build up to the throttle, which
+    // reads as a window that finished almost nothing): measure the next one.
+    g.settling = false;
+    g.window_pending = pending;
+    g.window_start = now;
+    return;
+  }
   {
     // Ticks per window's worth of tasks finished: a mode that leaves its
     // tasks pending (for the wait to run) has not saved their time.
@@ -856,7 +865,7 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, s
     kinds.store(what, g.cost);
   }
   // Keep is tried only for tasks whose bodies take less than a microsecond
-  // (sampled on this worker): longer ones pay for a hand-off on any machine
+  // (sampled on the runtime's workers): longer ones pay for a hand-off on any machine
   // mote targets, and a window of keep would run them one by one.
   static const std::uint64_t try_keep_below = detail::ticks_per_us();
   const std::uint32_t body = g.body.load(std::memory_order_relaxed);
@@ -870,6 +879,7 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, s
     next = g.cost[1] < g.cost[0] ? 1 : 0;
   }
   g.keep_local.store(next == 1, std::memory_order_relaxed);
+  g.settling = next != mode;
   g.window_pending = pending;
   g.window_start = detail::cycle_clock();
 }
@@ -1191,11 +1201,14 @@ detail::df_task* run_one(detail::df_task* t, detail::worker& w) noexcept {
   // (dataflow_event::open, on this thread), whose fulfilment elsewhere is
   // ordered after it by the fetch_sub below.
   t->events.store(1, std::memory_order_relaxed);
-  // Relaxed: as in a task_group task, cancellation is a request.
-  // One body in kSampleEvery that runs on the worker that spawned it is
-  // timed, for the locality's choice of what to try (next_window).
-  const bool sampled = t->home == &w.cache() && --tl_until_sample == 0;
+  // One body in kSampleEvery that runs on a worker of the scope's runtime
+  // (its record has a home there) is timed, for the locality's choice of
+  // what to try (next_window): the owner alone may run none of them (share
+  // mode hands them all to a thief), and a scope whose bodies are never
+  // measured never tries keep.
+  const bool sampled = t->home != nullptr && --tl_until_sample == 0;
   const std::uint64_t t0 = MOTE_UNLIKELY(sampled) ? cycle_clock() : 0;
+  // Relaxed: as in a task_group task, cancellation is a request.
   if (!failed && (MOTE_LIKELY(group_cancels_active.load(std::memory_order_relaxed) == 0) || !g.is_cancelled())) {
     const std::uint32_t level = w.enter_group(&g);
     df_task* outer = detail::tl_df_current;

@@ -172,16 +172,19 @@ struct alignas(cache_line) df_grain {
   std::atomic<bool> keep_local{false};
   // Automatic (else set_locality fixed keep_local). Relaxed: a setting.
   std::atomic<bool> measured{true};
-  // A task's body, a moving average of samples on the owner (cycle-counter
-  // ticks; 0: none yet). Relaxed: an estimate.
+  // A task's body, a moving average of samples on the runtime's workers
+  // (cycle-counter ticks; 0: none yet). Relaxed: an estimate.
   std::atomic<std::uint32_t> body{0};
   // The owner's alone: when the current window began, and the moving average
   // of a window's ticks in each mode (0: share, 1: keep; 0 ticks: not
-  // measured yet), windows until the next probe of the slower mode.
+  // measured yet), windows until the next probe of the slower mode, and
+  // whether the current window follows a change of mode (not measured: the
+  // tasks the last mode left pending are still draining or building up).
   std::uint64_t window_start = 0;
   std::uint32_t window_pending = 0;  // the scope's pending tasks when it began
   std::uint64_t cost[2] = {0, 0};
   std::uint32_t until_probe = 16;
+  bool settling = false;
 };
 
 // The registration table of a scope: first address -> last access, owned by
