@@ -168,9 +168,10 @@ struct message {
 // registrations, and the tasks its throttle runs while the others run the
 // rest), scaled by how many of the window's worth of tasks finished (a
 // mode that leaves its tasks pending has not saved their time), one window
-// in each mode, then the faster mode, with one window of the other every
-// kProbeWindows to follow changes. A new scope starts from what the scopes
-// of the same tasks measured (kind_memory).
+// in each mode, then the faster mode, with a window of the other now and
+// then (after kProbeWindows, more as probes confirm the faster one) to follow
+// changes. A new scope starts from what the scopes of the same tasks
+// measured (kind_memory).
 constexpr std::uint64_t kWindow = 4096;
 constexpr std::uint32_t kSampleEvery = 16;
 constinit thread_local std::uint32_t tl_until_sample __attribute__((tls_model("initial-exec"))) = 1;
@@ -186,7 +187,13 @@ void note_body(detail::df_grain& g, std::uint64_t ticks) noexcept {
   if (now > 0xffffffffu) now = 0xffffffffu;
   g.body.store(static_cast<std::uint32_t>(now), std::memory_order_relaxed);
 }
+// A probe of the slower mode comes after kProbeWindows windows at first;
+// each probe that confirms the faster one doubles that, up to kMaxProbeWindows
+// (a probe costs two windows in the slower mode, the first one settling,
+// and a scope whose modes differ threefold lost a third of its time to one
+// probe in sixteen); a probe that changes the decision starts it again.
 constexpr std::uint32_t kProbeWindows = 16;
+constexpr std::uint32_t kMaxProbeWindows = 256;
 
 
 // What the scopes of each kind of task (its function, or its name) measured
@@ -199,23 +206,26 @@ struct kind_memory {
   struct entry {
     std::atomic<const void*> what{nullptr};
     std::atomic<std::uint64_t> cost[2] = {};
+    std::atomic<std::uint32_t> probe_every{0};  // 0: not known
   };
   entry entries[kEntries];
   static unsigned slot(const void* w) noexcept {
     auto x = reinterpret_cast<std::uintptr_t>(w);
     return static_cast<unsigned>(((x >> 4) * 0x9E3779B97F4A7C15ull) >> 56);
   }
-  void load(const void* w, std::uint64_t cost[2]) const noexcept {
+  void load(const void* w, std::uint64_t cost[2], std::uint32_t& probe_every) const noexcept {
     const entry& e = entries[slot(w)];
     if (e.what.load(std::memory_order_relaxed) != w) return;
     cost[0] = e.cost[0].load(std::memory_order_relaxed);
     cost[1] = e.cost[1].load(std::memory_order_relaxed);
+    if (const std::uint32_t p = e.probe_every.load(std::memory_order_relaxed); p != 0) probe_every = p;
   }
-  void store(const void* w, const std::uint64_t cost[2]) noexcept {
+  void store(const void* w, const std::uint64_t cost[2], std::uint32_t probe_every) noexcept {
     entry& e = entries[slot(w)];
     if (e.what.load(std::memory_order_relaxed) != w) e.what.store(w, std::memory_order_relaxed);
     e.cost[0].store(cost[0], std::memory_order_relaxed);
     e.cost[1].store(cost[1], std::memory_order_relaxed);
+    e.probe_every.store(probe_every, std::memory_order_relaxed);
   }
 };
 constinit kind_memory kinds;
@@ -835,7 +845,10 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, s
   if (spawned == 64) {
     // The first look: what scopes of these tasks measured before, and the
     // faster mode by that (share while nothing is known); time from here.
-    if (g.cost[0] == 0 && g.cost[1] == 0) kinds.load(what, g.cost);
+    if (g.cost[0] == 0 && g.cost[1] == 0) {
+      kinds.load(what, g.cost, g.probe_every);
+      g.until_probe = g.probe_every;
+    }
     g.keep_local.store(g.cost[1] != 0 && (g.cost[0] == 0 || g.cost[1] < g.cost[0]),
                        std::memory_order_relaxed);
     g.window_start = now;
@@ -862,7 +875,6 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, s
     const std::int64_t finished = std::max<std::int64_t>(static_cast<std::int64_t>(kWindow) - grown, 64);
     const std::uint64_t ticks = (now - g.window_start) * kWindow / static_cast<std::uint64_t>(finished);
     g.cost[mode] = g.cost[mode] == 0 ? ticks : (3 * g.cost[mode] + ticks) / 4;
-    kinds.store(what, g.cost);
   }
   // Keep is tried only for tasks whose bodies take less than a microsecond
   // (sampled on the runtime's workers): longer ones pay for a hand-off on any machine
@@ -872,12 +884,21 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, s
   int next;
   if (g.cost[1 - mode] == 0) {
     next = mode == 0 && (body == 0 || body >= try_keep_below) ? 0 : 1 - mode;  // the other mode's first window
+  } else if (g.probing) {
+    // The probe's window is over: the faster mode again. A probe that
+    // confirmed it doubles the wait for the next one; one that changed it
+    // starts the count again.
+    g.probing = false;
+    next = g.cost[1] < g.cost[0] ? 1 : 0;
+    g.probe_every = next != mode ? std::min(2 * g.probe_every, kMaxProbeWindows) : kProbeWindows;
+    g.until_probe = g.probe_every;
   } else if (--g.until_probe == 0) {
-    g.until_probe = kProbeWindows;
+    g.probing = true;
     next = g.cost[0] <= g.cost[1] ? 1 : 0;  // the slower mode, now and then
   } else {
     next = g.cost[1] < g.cost[0] ? 1 : 0;
   }
+  kinds.store(what, g.cost, g.probe_every);
   g.keep_local.store(next == 1, std::memory_order_relaxed);
   g.settling = next != mode;
   g.window_pending = pending;
