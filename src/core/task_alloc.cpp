@@ -28,8 +28,12 @@ task_cache::~task_cache() {
   }
 }
 
-#if MOTE_TASK_CACHE
 void* task_cache::take_returnable_slow(int cls) {
+#if !MOTE_TASK_CACHE
+  // No slabs in this build: a plain block of the class, which give_own
+  // deletes (and a program's inline take_returnable never finds a slab).
+  return new_block(cls);
+#else
   slab_set& set = slabs_[cls];
   for (int round = 0; round < 2; ++round) {
     while (set.first < set.words) {
@@ -92,8 +96,10 @@ void* task_cache::take_returnable_slow(int cls) {
   set.has_free[i / 64] |= std::uint64_t{1} << (i % 64);
   if (i / 64 < set.first) set.first = i / 64;
   return take_from(set, i, cls);
+#endif
 }
 
+#if MOTE_TASK_CACHE
 void task_cache::release(int cls, slab* s) noexcept {
   slab_set& set = slabs_[cls];
   const std::uint32_t i = s->index;

@@ -89,8 +89,9 @@ class backoff {
 // Task records are recycled through per-worker caches (task_alloc.hpp), which
 // would hide a use-after-free of a record from AddressSanitizer: a freed block
 // is reused, never poisoned. ASan builds give every record back to the
-// allocator instead. (Blocks are interchangeable, so code built either way
-// can share a runtime.)
+// allocator instead. (Blocks of a class are interchangeable, and the blocks
+// that go home are made by the library alone, task_cache::take_returnable:
+// code built either way can share a runtime.)
 #if defined(__SANITIZE_ADDRESS__)
 #  define MOTE_TASK_CACHE 0
 #elif defined(__has_feature)

@@ -134,19 +134,23 @@ class task_cache {
   // the top of this file): the lowest slab with a free block, then that
   // slab's lowest. When none is free, the blocks others sent back are taken
   // first (reclaim), then a new slab. Owner only. Throws std::bad_alloc.
+  //
+  // Inline where a program spawns, so the library decides what a block that
+  // goes home is: this takes from slabs only when some exist, and only the
+  // library's take_returnable_slow makes them (a library built with
+  // MOTE_TASK_CACHE=0 makes none and hands out plain blocks), so code built
+  // with and without the cache can share a runtime.
   void* take_returnable(int cls) {
-#if MOTE_TASK_CACHE
     slab_set& set = slabs_[cls];
     if (MOTE_LIKELY(set.first < set.words && set.has_free[set.first] != 0)) {
       const auto bit = static_cast<std::uint32_t>(std::countr_zero(set.has_free[set.first]));
       return take_from(set, set.first * 64 + bit, cls);
     }
     return take_returnable_slow(cls);
-#else
-    return new_block(cls);
-#endif
   }
-  // Gives back a block of this cache's own slabs. Owner only.
+  // Gives back a block of this cache's own slabs. Owner only; called from
+  // the library (give_record_home, where records are freed), built as
+  // take_returnable_slow is.
   void give_own(void* p, int cls) noexcept {
 #if MOTE_TASK_CACHE
     slab_set& set = slabs_[cls];
