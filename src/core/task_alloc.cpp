@@ -3,7 +3,7 @@
 // taken back in one exchange, and the end of a cache.
 #include "mote/detail/task_alloc.hpp"
 
-#include <cstring>
+#include <algorithm>
 
 namespace mote::detail {
 
@@ -76,9 +76,9 @@ void* task_cache::take_returnable_slow(int cls) {
       ::operator delete(memory, std::align_val_t(slab_bytes(cls)));
       throw;
     }
-    if (set.size != 0) std::memcpy(table, set.table, sizeof(slab*) * set.size);
-    std::memset(has_free, 0, sizeof(std::uint64_t) * words);
-    if (set.words != 0) std::memcpy(has_free, set.has_free, sizeof(std::uint64_t) * set.words);
+    std::copy_n(set.table, set.size, table);
+    std::fill_n(has_free, words, std::uint64_t{0});
+    std::copy_n(set.has_free, set.words, has_free);
     delete[] set.table;
     delete[] set.has_free;
     set.table = table;
