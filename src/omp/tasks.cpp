@@ -181,9 +181,18 @@ bool group_cancelled(const taskgroup* g) noexcept {
 }
 
 // OMP_CANCELLATION (read once, when the library loads): a pointer to the
-// flag, so that the task paths test it inline.
+// flag, so that the task paths test it inline. cancellation_flag is the same
+// pointer for task()'s quick test, which must not pay for the guard of the
+// function-local static: null until cancellation_on() first runs (then
+// task() takes its long way, which calls cancellation_on()). Release, with
+// task()'s acquire load: the flag as globals() set it is what is read.
+std::atomic<const bool*> cancellation_flag{nullptr};
 bool cancellation_on() noexcept {
-  static const bool* const flag = &globals().cancellation;
+  static const bool* const flag = [] {
+    const bool* f = &globals().cancellation;
+    cancellation_flag.store(f, std::memory_order_release);
+    return f;
+  }();
   return *flag;
 }
 
@@ -467,7 +476,12 @@ struct site_entry {
 constexpr unsigned kSiteLog2 = 8;
 struct site_table {
   site_entry entries[1u << kSiteLog2];
+  // handoff_ticks() - 1, or 0 when it is 0: a site whose work w has
+  // w - 1 < here_below (unsigned: w != 0 and w < the hand-off) runs in place
+  // (placed()'s quick test, without the function-local static's guard).
+  std::uint64_t here_below = 0;
 };
+std::uint64_t handoff_ticks() noexcept;
 // The calling thread's table (initial-exec, as tl_task_depth: the table
 // itself is too large for the static TLS a library loaded late may use, so
 // it is on the heap, made on first use and freed with the thread).
@@ -486,17 +500,24 @@ __attribute__((noinline, cold)) site_table& make_sites() noexcept {
       std::abort();
     }
   }
+  const std::uint64_t handoff = handoff_ticks();
+  mine->table.here_below = handoff != 0 ? handoff - 1 : 0;
   tl_sites = &mine->table;
   return mine->table;
+}
+
+// The slot of (fn, depth) in the table.
+MOTE_ALWAYS_INLINE unsigned site_slot(void (*fn)(void*), unsigned depth) noexcept {
+  const std::uint64_t bits = (static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(fn)) >> 4) +
+                             std::uint64_t{depth} * 0x100000001b3ull;
+  return static_cast<unsigned>((bits * 0x9E3779B97F4A7C15ull) >> (64 - kSiteLog2));
 }
 
 // The entry of (fn, depth): a direct-mapped table; a site that collides with
 // another starts afresh in its slot.
 site_entry& site_of(void (*fn)(void*), unsigned depth) noexcept {
   site_table& table = MOTE_LIKELY(tl_sites != nullptr) ? *tl_sites : make_sites();
-  const std::uint64_t bits = (static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(fn)) >> 4) +
-                             std::uint64_t{depth} * 0x100000001b3ull;
-  site_entry& e = table.entries[(bits * 0x9E3779B97F4A7C15ull) >> (64 - kSiteLog2)];
+  site_entry& e = table.entries[site_slot(fn, depth)];
   if (MOTE_UNLIKELY(e.fn != fn || e.depth != depth)) e = site_entry{fn, depth, 1, 0};
   return e;
 }
@@ -864,7 +885,10 @@ MOTE_ALWAYS_INLINE void run_undeferred(void (*fn)(void*), void* data, void (*cpy
     fn(data);
   }
   if (t.scope != nullptr) finish_scope(t);
-  wait_until([&t] { return (t.counts.load(std::memory_order_acquire) & kPendingMask) == 1; }, &t.waiter);
+  // Its children are complete (the usual case: none was deferred): no call
+  // to wait_until, whose first look is this one.
+  auto children_done = [&t] { return (t.counts.load(std::memory_order_acquire) & kPendingMask) == 1; };
+  if (MOTE_UNLIKELY(!children_done())) wait_until(children_done, &t.waiter);
   // Not closed: its children are all complete, so its list is empty and
   // nothing can be handed back to it any more.
   detail::tl_df_current = df;
@@ -1060,9 +1084,9 @@ bool in_final() noexcept {
 
 namespace {
 
-// A task without dependences, detach clause or priority, on a worker of its
-// team: undeferred by choice, or deferred (see "Undeferred by choice").
-void placed(const task_args& a, thread_state& st, bool final_task, worker& self) {
+// placed() for every case but its quick one. Out of line, so that the quick
+// one saves no registers.
+__attribute__((noinline)) void placed_slow(const task_args& a, thread_state& st, bool final_task, worker& self) {
   const unsigned depth = st.task->depth + 1;
   const placement where = choose_placement(a.fn, depth, self);
   switch (where) {
@@ -1080,6 +1104,25 @@ void placed(const task_args& a, thread_state& st, bool final_task, worker& self)
       defer(a, st, depend_list{}, final_task, &self, where == placement::away_timed);
       return;
   }
+}
+
+// A task without dependences, detach clause or priority, on a worker of its
+// team: undeferred by choice, or deferred (see "Undeferred by choice"). The
+// quick case, a measured site short against the hand-off and not due for a
+// sample, is choose_placement()'s `here` without its other tests (a deep
+// pool does not matter to a site that runs in place anyway).
+MOTE_ALWAYS_INLINE void placed(const task_args& a, thread_state& st, bool final_task, worker& self) {
+  site_table* const table = tl_sites;
+  if (MOTE_LIKELY(table != nullptr)) {
+    const unsigned depth = st.task->depth + 1;
+    site_entry& e = table->entries[site_slot(a.fn, depth)];
+    if (MOTE_LIKELY(e.fn == a.fn && e.depth == depth && e.work - 1 < table->here_below && e.until_sample > 1)) {
+      --e.until_sample;
+      run_undeferred(a, st, final_task);
+      return;
+    }
+  }
+  placed_slow(a, st, final_task, self);
 }
 
 // task() for the tasks its two quick tests leave: the clauses that take the
@@ -1125,19 +1168,13 @@ __attribute__((noinline)) void task_general(const task_args& a, thread_state& st
 
 }  // namespace
 
-void task(const task_args& a) {
-  thread_state& st = current_inline();
+namespace {
+
+// task() for every task but the usual one. Out of line (as every path that
+// is not the usual one), so that task() saves no registers.
+__attribute__((noinline)) void task_other(const task_args& a, thread_state& st, worker* self) {
   const omp_task& parent = *st.task;
-  worker* const self = detail::current_worker;
   const bool worker_here = self != nullptr && st.self == self;
-  constexpr unsigned kSlowFlags = kFlagDepend | kFlagDetach | kFlagPriority | kFlagFinal;
-  // The usual task (deferrable, on a worker of its team, none of the clauses
-  // that take the long way): straight to its placement.
-  if (MOTE_LIKELY((a.flags & kSlowFlags) == 0 && a.if_clause && !parent.is_final && worker_here &&
-                  !cancellation_on())) {
-    placed(a, st, false, *self);
-    return;
-  }
   // A task that runs at once (if(0), made in a final task, or on a thread
   // that is no worker of its team) without dependences or a detach clause:
   // as task_general would run it, without the rest of its checks.
@@ -1147,6 +1184,24 @@ void task(const task_args& a) {
     return;
   }
   task_general(a, st, self);
+}
+
+}  // namespace
+
+void task(const task_args& a) {
+  thread_state* const st = tl_current_state;
+  worker* const self = detail::current_worker;
+  const bool* const cancel = cancellation_flag.load(std::memory_order_acquire);
+  constexpr unsigned kSlowFlags = kFlagDepend | kFlagDetach | kFlagPriority | kFlagFinal;
+  // The usual task (deferrable, on a worker of its team, none of the clauses
+  // that take the long way, cancellation off): straight to its placement.
+  // Every other path is out of line, so that this one saves no registers.
+  if (MOTE_LIKELY(st != nullptr && self != nullptr && st->self == self && (a.flags & kSlowFlags) == 0 &&
+                  a.if_clause && !st->task->is_final && cancel != nullptr && !*cancel)) {
+    placed(a, *st, false, *self);
+    return;
+  }
+  task_other(a, current_inline(), self);
 }
 
 namespace {
