@@ -1168,26 +1168,6 @@ __attribute__((noinline)) void task_general(const task_args& a, thread_state& st
 
 }  // namespace
 
-namespace {
-
-// task() for every task but the usual one. Out of line (as every path that
-// is not the usual one), so that task() saves no registers.
-__attribute__((noinline)) void task_other(const task_args& a, thread_state& st, worker* self) {
-  const omp_task& parent = *st.task;
-  const bool worker_here = self != nullptr && st.self == self;
-  // A task that runs at once (if(0), made in a final task, or on a thread
-  // that is no worker of its team) without dependences or a detach clause:
-  // as task_general would run it, without the rest of its checks.
-  if ((a.flags & (kFlagDepend | kFlagDetach)) == 0 && (!a.if_clause || parent.is_final || !worker_here) &&
-      !cancellation_on()) {
-    run_undeferred(a, st, (a.flags & kFlagFinal) != 0 || parent.is_final);
-    return;
-  }
-  task_general(a, st, self);
-}
-
-}  // namespace
-
 void task(const task_args& a) {
   thread_state* const st = tl_current_state;
   worker* const self = detail::current_worker;
@@ -1201,7 +1181,16 @@ void task(const task_args& a) {
     placed(a, *st, false, *self);
     return;
   }
-  task_other(a, current_inline(), self);
+  // A task that runs at once (if(0), made in a final task, or on a thread
+  // that is no worker of its team: a team of one on the initial thread)
+  // without dependences or a detach clause: straight to run_undeferred, as
+  // task_general would send it.
+  if (MOTE_LIKELY(st != nullptr && (a.flags & (kFlagDepend | kFlagDetach)) == 0 && cancel != nullptr && !*cancel &&
+                  (!a.if_clause || st->task->is_final || self == nullptr || st->self != self))) {
+    run_undeferred(a, *st, (a.flags & kFlagFinal) != 0 || st->task->is_final);
+    return;
+  }
+  task_general(a, current_inline(), self);
 }
 
 namespace {
