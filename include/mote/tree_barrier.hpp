@@ -90,6 +90,9 @@ class MOTE_API tree_barrier {
   // As wait(id), calling poll() between looks while it waits: poll runs some
   // work (a task) and returns true when it did, which restarts the spin
   // window. It may not throw (wait is noexcept), nor wait in this barrier.
+  // A waiter with a poll() sleeps at most 50 us, doubling up to 4 ms while
+  // it wakes to nothing, so that work poll() finds only by looking again is
+  // found without a notify_waiters().
   template <class Poll>
     requires std::is_invocable_r_v<bool, Poll&>
   void wait(std::size_t id, Poll&& poll) noexcept {

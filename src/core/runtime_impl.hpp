@@ -94,6 +94,11 @@ class runtime_impl {
   // a random victim (join's records, then pools). False when there was none.
   // Worker of this runtime only.
   bool help_once(worker& self) noexcept;
+  // help_once(), and when it found nothing, rescue() (the clock read, every
+  // overdue owner's private tasks forced out): for waits whose sleeps are
+  // only bounded, such as an OpenMP barrier while its team has tasks
+  // pending, where the rescue must not wait for help_once's occasional one.
+  bool help_or_rescue(worker& self) noexcept;
 
   // ---- The scheduler policy (src/scheduler/scheduler.hpp) ----------------
   // Hands a ready task that is not join's (a data-flow task whose inputs are

@@ -68,6 +68,11 @@ bool runtime_impl::help_once(worker& self) noexcept {
   return false;
 }
 
+bool runtime_impl::help_or_rescue(worker& self) noexcept {
+  if (help_once(self)) return true;
+  return workers_.size() > 1 && rescue(self, now_ns());
+}
+
 bool runtime_impl::rescue(worker& self, std::int64_t now) noexcept {
   const auto n = static_cast<unsigned>(workers_.size());
   const unsigned start = static_cast<unsigned>(self.next_random() % n);

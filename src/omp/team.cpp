@@ -303,7 +303,13 @@ void end_of_region(team& tm, thread_state& st) {
     for (;;) {
       tm.barrier.wait(
           st.id,
-          [rt, self, &st] { return run_bounced(st, true, nullptr) || (rt != nullptr && rt->help_once(*self)); },
+          // With tasks pending, rescue() too: the barrier's sleeps are only
+          // bounded, and a member that computes on holds its private tasks
+          // until another thread forces them out.
+          [rt, self, &st, &tm] {
+            return run_bounced(st, true, nullptr) ||
+                   (rt != nullptr && (team_tasks_done(tm) ? rt->help_once(*self) : rt->help_or_rescue(*self)));
+          },
           [&tm] {
             if (!team_tasks_done(tm)) return false;
             tm.final_episode = tm.at_end.load(std::memory_order_relaxed) == tm.n;
@@ -486,7 +492,8 @@ void team_barrier(team& tm, thread_state& st) {
     tm.barrier.wait(
         st.id,
         [&rt, self, &st, &tm] {
-          return !team_tasks_done(tm) && (run_bounced(st, true, nullptr) || rt.help_once(*self));
+          // rescue() too (help_or_rescue): see end_of_region.
+          return !team_tasks_done(tm) && (run_bounced(st, true, nullptr) || rt.help_or_rescue(*self));
         },
         [&tm] {
           if (!team_tasks_done(tm)) return false;

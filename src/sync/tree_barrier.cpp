@@ -99,7 +99,11 @@ void wake(barrier_node& n) noexcept {
 // One thread's wait inside one barrier: its looks, its calls to poll(), its
 // spin window (one per barrier: a thread that spent it on its children's
 // arrivals sleeps at once while it waits for its release, unless poll()
-// found work) and its sleeps.
+// found work) and its sleeps. With a poll(), a sleep is bounded (kFirstParkNs,
+// doubling while sleeps end with nothing to run, up to kLastParkNs): work
+// that poll() can reach only by looking again, such as another thread's
+// private tasks that it takes after a while (the core's rescue), gets no
+// wake-up when its owner computes on without another scheduling point.
 class barrier_waiter {
  public:
   barrier_waiter(barrier_node& self, std::atomic<std::uint32_t>& sleepers, std::int64_t spin_ns,
@@ -115,6 +119,7 @@ class barrier_waiter {
       if (done()) return;
       if (polled()) {
         idle_.reset();
+        sleep_ns_ = idle_wait::kFirstParkNs;
         continue;
       }
       // A crowded team (more threads than CPUs) spins its short window
@@ -148,7 +153,14 @@ class barrier_waiter {
       idle_.reset();
       return false;
     }
-    if (!found) waiter_slot::commit(word);
+    if (!found) {
+      if (poll_.call == nullptr) {
+        waiter_slot::commit(word);
+      } else {
+        waiter_slot::commit_for(word, sleep_ns_);
+        sleep_ns_ = std::min(2 * sleep_ns_, idle_wait::kLastParkNs);
+      }
+    }
     // Cancel, or back from a sleep (woken, cancelled before it began, timed
     // out or spurious): the caller looks again.
     waiter_slot::retire(word, &sleepers_);
@@ -160,6 +172,7 @@ class barrier_waiter {
   barrier_hook poll_;
   idle_wait idle_;
   bool spins_;
+  std::int64_t sleep_ns_ = idle_wait::kFirstParkNs;  // the next sleep's bound, with a poll()
 };
 
 // The spin window of a team with more threads than CPUs.
