@@ -1111,16 +1111,22 @@ __attribute__((noinline)) void placed_slow(const task_args& a, thread_state& st,
 // quick case, a measured site short against the hand-off and not due for a
 // sample, is choose_placement()'s `here` without its other tests (a deep
 // pool does not matter to a site that runs in place anyway).
-MOTE_ALWAYS_INLINE void placed(const task_args& a, thread_state& st, bool final_task, worker& self) {
+MOTE_ALWAYS_INLINE bool quick_in_place(void (*fn)(void*), const thread_state& st) noexcept {
   site_table* const table = tl_sites;
-  if (MOTE_LIKELY(table != nullptr)) {
-    const unsigned depth = st.task->depth + 1;
-    site_entry& e = table->entries[site_slot(a.fn, depth)];
-    if (MOTE_LIKELY(e.fn == a.fn && e.depth == depth && e.work - 1 < table->here_below && e.until_sample > 1)) {
-      --e.until_sample;
-      run_undeferred(a, st, final_task);
-      return;
-    }
+  if (MOTE_UNLIKELY(table == nullptr)) return false;
+  const unsigned depth = st.task->depth + 1;
+  site_entry& e = table->entries[site_slot(fn, depth)];
+  if (MOTE_LIKELY(e.fn == fn && e.depth == depth && e.work - 1 < table->here_below && e.until_sample > 1)) {
+    --e.until_sample;
+    return true;
+  }
+  return false;
+}
+
+MOTE_ALWAYS_INLINE void placed(const task_args& a, thread_state& st, bool final_task, worker& self) {
+  if (MOTE_LIKELY(quick_in_place(a.fn, st))) {
+    run_undeferred(a, st, final_task);
+    return;
   }
   placed_slow(a, st, final_task, self);
 }
@@ -1191,6 +1197,40 @@ void task(const task_args& a) {
     return;
   }
   task_general(a, current_inline(), self);
+}
+
+void task_plain(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
+                unsigned flags) {
+  thread_state* const st = tl_current_state;
+  worker* const self = detail::current_worker;
+  const bool* const cancel = cancellation_flag.load(std::memory_order_acquire);
+  // Runs here: task()'s two quick cases (a short measured site on a worker
+  // of the team; a team of one, or a final parent), with one run_undeferred.
+  // Otherwise a deferrable task on a worker of the team goes to the rest of
+  // its placement, and anything else to task().
+  bool here = false;
+  bool final_task = false;
+  bool placeable = false;
+  if (MOTE_LIKELY(st != nullptr && cancel != nullptr && !*cancel)) {
+    const bool final_parent = st->task->is_final;
+    if (self == nullptr || st->self != self || final_parent) {
+      here = true;
+      final_task = (flags & kFlagFinal) != 0 || final_parent;
+    } else if ((flags & kFlagFinal) == 0) {
+      here = quick_in_place(fn, *st);
+      placeable = true;
+    }
+  }
+  if (MOTE_LIKELY(here)) {
+    run_undeferred(fn, data, cpyfn, arg_size, arg_align, *st, final_task);
+    return;
+  }
+  const task_args a{fn, data, cpyfn, arg_size, arg_align, true, flags, nullptr, 0, nullptr};
+  if (placeable) {
+    placed_slow(a, *st, false, *self);
+    return;
+  }
+  task(a);
 }
 
 namespace {

@@ -22,6 +22,11 @@ void GOMP_task(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long 
     mote::omp::task_undeferred(fn, data, cpyfn, arg_size, arg_align, flags);
     return;
   }
+  if (if_clause && (flags & (kFlagDepend | kFlagDetach | kFlagPriority)) == 0) {
+    // The usual task: its arguments passed on as they came.
+    mote::omp::task_plain(fn, data, cpyfn, arg_size, arg_align, flags);
+    return;
+  }
   const mote::omp::task_args a{fn,
                                data,
                                cpyfn,
