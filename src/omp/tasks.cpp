@@ -1131,9 +1131,9 @@ MOTE_ALWAYS_INLINE void placed(const task_args& a, thread_state& st, bool final_
   placed_slow(a, st, final_task, self);
 }
 
-// task() for the tasks its two quick tests leave: the clauses that take the
-// long way, cancellation on. Out of line, so that task()'s own frame and
-// prologue stay those of the quick tests.
+// task() for the tasks task_plain()'s quick tests leave: the clauses that
+// take the long way, cancellation on. Out of line, so that the quick tests'
+// frame and prologue stay their own.
 __attribute__((noinline)) void task_general(const task_args& a, thread_state& st, worker* self) {
   omp_task& parent = *st.task;
   if (MOTE_UNLIKELY(cancellation_on())) {
@@ -1175,28 +1175,14 @@ __attribute__((noinline)) void task_general(const task_args& a, thread_state& st
 }  // namespace
 
 void task(const task_args& a) {
-  thread_state* const st = tl_current_state;
-  worker* const self = detail::current_worker;
-  const bool* const cancel = cancellation_flag.load(std::memory_order_acquire);
-  constexpr unsigned kSlowFlags = kFlagDepend | kFlagDetach | kFlagPriority | kFlagFinal;
-  // The usual task (deferrable, on a worker of its team, none of the clauses
-  // that take the long way, cancellation off): straight to its placement.
-  // Every other path is out of line, so that this one saves no registers.
-  if (MOTE_LIKELY(st != nullptr && self != nullptr && st->self == self && (a.flags & kSlowFlags) == 0 &&
-                  a.if_clause && !st->task->is_final && cancel != nullptr && !*cancel)) {
-    placed(a, *st, false, *self);
+  // The usual task (if(1), none of the clauses that take the long way, no
+  // copy-constructed arguments): task_plain's quick tests; everything else
+  // the general way.
+  if (MOTE_LIKELY(a.if_clause && (a.flags & (kFlagDepend | kFlagDetach | kFlagPriority)) == 0 && !a.copies)) {
+    task_plain(a.fn, a.data, a.cpyfn, a.arg_size, a.arg_align, a.flags);
     return;
   }
-  // A task that runs at once (if(0), made in a final task, or on a thread
-  // that is no worker of its team: a team of one on the initial thread)
-  // without dependences or a detach clause: straight to run_undeferred, as
-  // task_general would send it.
-  if (MOTE_LIKELY(st != nullptr && (a.flags & (kFlagDepend | kFlagDetach)) == 0 && cancel != nullptr && !*cancel &&
-                  (!a.if_clause || st->task->is_final || self == nullptr || st->self != self))) {
-    run_undeferred(a, *st, (a.flags & kFlagFinal) != 0 || st->task->is_final);
-    return;
-  }
-  task_general(a, current_inline(), self);
+  task_general(a, current_inline(), detail::current_worker);
 }
 
 void task_plain(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
@@ -1204,10 +1190,12 @@ void task_plain(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long
   thread_state* const st = tl_current_state;
   worker* const self = detail::current_worker;
   const bool* const cancel = cancellation_flag.load(std::memory_order_acquire);
-  // Runs here: task()'s two quick cases (a short measured site on a worker
-  // of the team; a team of one, or a final parent), with one run_undeferred.
-  // Otherwise a deferrable task on a worker of the team goes to the rest of
-  // its placement, and anything else to task().
+  // Runs here: a short measured site on a worker of the team, or a task on
+  // a thread that is no worker of its team (a team of one) or in a final
+  // parent, with one run_undeferred. Otherwise a deferrable task on a worker
+  // of the team goes to the rest of its placement, and anything else (no
+  // thread state yet, cancellation on or not yet read, a final clause) the
+  // general way.
   bool here = false;
   bool final_task = false;
   bool placeable = false;
@@ -1230,7 +1218,7 @@ void task_plain(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long
     placed_slow(a, *st, false, *self);
     return;
   }
-  task(a);
+  task_general(a, current_inline(), self);
 }
 
 namespace {

@@ -57,10 +57,11 @@ MOTE_API void task(const task_args& a);
 // only final is read): the arguments in registers, no task_args built.
 MOTE_API void task_undeferred(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size,
                               long arg_align, unsigned flags);
-// task() for GOMP_task's usual case, if(1) without depend, detach or
-// priority: the arguments in registers; the tasks that run at once (a
+// task() for the usual case, if(1) without depend, detach or priority and
+// no copy-constructed arguments (what GOMP_task calls for it, and task()
+// itself): the arguments in registers; the tasks that run at once (a
 // measured short site, a team of one, a final parent) run without a
-// task_args, the others go on to task().
+// task_args, the others go on to their placement.
 MOTE_API void task_plain(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long arg_size, long arg_align,
                          unsigned flags);
 MOTE_API void taskwait();
