@@ -382,6 +382,12 @@ class MOTE_API dataflow {
   detail::df_table table_;
   struct graph;
   std::unique_ptr<graph> graph_;
+  // The records of tasks spawned from this scope's thread outside the
+  // runtime (a program's main thread): made at the first such spawn, their
+  // home until the scope ends (df_allocate). Workers that free them push
+  // them onto its return stack; without it each would be a malloc on the
+  // spawner and a free on a worker.
+  std::unique_ptr<detail::task_cache> spawner_cache_;
   friend MOTE_API void detail::df_register(dataflow&, detail::df_task*, const detail::df_access_desc*,
                                            std::uint32_t);
   friend MOTE_API void detail::df_task_run(detail::task*, detail::worker&) noexcept;
@@ -449,7 +455,7 @@ void dataflow::spawn_record(F&& f, const detail::df_access_desc* descs, std::uin
     named = false;
   }
   const detail::df_spawn_info info{sizeof(record), alignof(record), what, named};
-  const detail::df_block block = detail::df_allocate_here(info, n, w, runtime_);
+  const detail::df_block block = detail::df_allocate_here(info, n, w, runtime_, *this);
   record* t;
   try {
     t = ::new (block.memory) record(typename record::from_callable{}, std::forward<F>(f));

@@ -338,6 +338,16 @@ std::atomic<std::int8_t> df_pools_state{-1};
 
 struct df_scope_access {
   static df_grain& grain(dataflow& df) noexcept { return df.grain_; }
+  static const runtime_impl* runtime(const dataflow& df) noexcept { return df.runtime_; }
+  // The scope's spawner cache, made on first use (throws std::bad_alloc),
+  // or nullptr when the calling thread is not the scope's: only that
+  // thread may own it (task_cache's owner-only side). A spawn from another
+  // thread is refused at registration; its block has no home.
+  static task_cache* spawner_cache(dataflow& df) {
+    if (thread_token() != df.spawner_) return nullptr;
+    if (!df.spawner_cache_) df.spawner_cache_ = std::make_unique<task_cache>();
+    return df.spawner_cache_.get();
+  }
 };
 
 // ---- Registration table ------------------------------------------------------
@@ -687,15 +697,21 @@ void* reduction_slot(df_access& acc, worker& w) { return acc.group->slot(w.index
 
 // ---- Allocation -----------------------------------------------------------------
 
-df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, const runtime_impl* scope_runtime) {
+df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, dataflow& scope) {
   const std::size_t align = alignof(df_access);
   const std::size_t head = (info.record_size + align - 1) / align * align;
   const std::size_t bytes = head + n * sizeof(df_access);
   const record_tag tag = pools_enabled() ? record_tag::of(bytes, info.record_align)
                                          : record_tag::uncached(info.record_align);
   homed_record block;
-  if (w == nullptr || &w->runtime() == scope_runtime) {
-    block = take_record_with_home(tag, bytes, w != nullptr ? &w->cache() : nullptr);
+  if (w == nullptr) {
+    // The scope's thread outside the runtime: from the scope's own cache
+    // (its slabs; a worker that frees the record pushes it back with one
+    // CAS), which the scope keeps until its last wait has returned.
+    task_cache* mine = tag.cached() ? df_scope_access::spawner_cache(scope) : nullptr;
+    block = take_record_with_home(tag, bytes, mine);
+  } else if (&w->runtime() == df_scope_access::runtime(scope)) {
+    block = take_record_with_home(tag, bytes, &w->cache());
   } else {
     // A worker of another runtime, which may end before the scope frees the
     // record: the block comes from its cache, but has no home to go back to
@@ -1415,7 +1431,12 @@ dataflow::~dataflow() noexcept(false) {
   // unless one is already propagating.
   task_group_status status = task_group_status::complete;
   std::exception_ptr error;
-  if (detail::group_access::orphaned(group_)) return;
+  if (detail::group_access::orphaned(group_)) {
+    // In a child after fork(): its records are never freed; neither is the
+    // cache they would go back to.
+    (void)spawner_cache_.release();
+    return;
+  }
   const void* me = detail::thread_token();
   if (me != spawner_) spawner_ = me;  // destroyed elsewhere: still wait, never crash
   try {

@@ -310,20 +310,22 @@ struct df_spawn_info {
   bool trace_named;
 };
 // A record's block: room for n accesses after `record_size` bytes, from the
-// record allocator (the calling worker w's cache, or nullptr), and what
-// giving it back needs (df_task's tag and home). The home is w's cache only
-// when w is a worker of the scope's runtime (scope_runtime): every record of
-// a scope is freed before its wait returns, which its runtime outlives, so
-// the home cache is alive whenever the record is given back. A worker of
-// another runtime, which may end first, lends a block with no home.
+// record allocator, and what giving it back needs (df_task's tag and home).
+// Every record of a scope is freed before its wait returns (before the count-
+// down of the task whose end frees it, or by the wait itself), so a home that
+// outlives the wait is alive whenever a record is given back. The home is the
+// calling worker w's cache when w is a worker of the scope's runtime (which
+// outlives the scope); on the scope's own thread outside the runtime (w
+// nullptr), the scope's spawner cache, which the scope frees after its last
+// wait; a worker of another runtime, which may end first, lends a block with
+// no home.
 struct df_block {
   void* memory;
   df_access* accesses;
   record_tag tag;
   task_cache* home;
 };
-MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w,
-                              const runtime_impl* scope_runtime);
+MOTE_API df_block df_allocate(const df_spawn_info& info, std::uint32_t n, worker* w, dataflow& scope);
 // Whether records come from the pools (MOTE_DATAFLOW_POOLS): 1 on, 0 off, -1
 // not read yet (df_allocate reads it). Relaxed: a setting, read once.
 MOTE_API extern std::atomic<std::int8_t> df_pools_state;
@@ -332,7 +334,7 @@ MOTE_API extern std::atomic<std::int8_t> df_pools_state;
 // number of accesses are constants where spawn calls it, so the size class
 // is too). Anything else takes df_allocate.
 MOTE_ALWAYS_INLINE df_block df_allocate_here(const df_spawn_info& info, std::uint32_t n, worker* w,
-                                             const runtime_impl* scope_runtime) {
+                                             const runtime_impl* scope_runtime, dataflow& scope) {
   constexpr std::size_t align = alignof(df_access);
   const std::size_t head = (info.record_size + align - 1) / align * align;
   const record_tag tag = record_tag::of(head + n * sizeof(df_access), info.record_align);
@@ -342,7 +344,7 @@ MOTE_ALWAYS_INLINE df_block df_allocate_here(const df_spawn_info& info, std::uin
     void* memory = mine.take_returnable(tag.cache_class());
     return {memory, reinterpret_cast<df_access*>(static_cast<char*>(memory) + head), tag, &mine};
   }
-  return df_allocate(info, n, w, scope_runtime);
+  return df_allocate(info, n, w, scope);
 }
 // Gives back a block whose task never registered (on the thread that allocated it).
 MOTE_API void df_deallocate(const df_block& block) noexcept;
