@@ -21,8 +21,9 @@ class work_source_slot {
   bool attached() const noexcept { return source_.load(std::memory_order_relaxed) != nullptr; }
 
   // A busy worker between tasks (help_once, before it looks for a task):
-  // every kCheckEvery calls it reads the clock, and polls when the interval
-  // has passed since the last poll by any worker. Cold: only with a source.
+  // every half interval (by the cycle counter) it reads the clock, and polls
+  // when the interval has passed since the last poll by any worker. Cold:
+  // only with a source.
   void poll_if_due() noexcept;
   // An idle worker, after the models' work and before stealing: polls. True
   // when the poll made progress (the worker then looks for tasks again).
@@ -39,7 +40,6 @@ class work_source_slot {
   void detach(work_source* s) noexcept;
 
  private:
-  static constexpr unsigned kCheckEvery = 8;
   // Counts the caller in and returns the source, or nullptr (detached
   // meanwhile: nothing to call). Every enter() that returns a source is
   // followed by leave().
