@@ -354,6 +354,87 @@ TEST(TaskAlloc, GoHomeUnderConcurrency) {
   }
 }
 
+// A cache whose lists are full sends what it is given to its pool in
+// batches; a cache with nothing left takes them from there before it asks
+// the system allocator.
+TEST(TaskAlloc, SurplusBlocksSpillToThePoolAndBackToATaker) {
+  if (!kCacheOn) GTEST_SKIP() << "no cache in this build (MOTE_TASK_CACHE=0)";
+  int domain = 0;
+  task_cache::spill_pool pool;
+  const record_tag tag = record_tag::of(100, 8);
+  constexpr std::uint32_t kBatches = 3;
+  constexpr std::uint32_t kSurplus = kBatches * 32;  // task_cache's batch
+  std::vector<void*> spilled;
+  {
+    task_cache giver(&domain, &pool);
+    task_cache taker(&domain, &pool);
+    // Fill the giver's list (kKeep blocks), then give it a surplus.
+    for (std::uint32_t i = 0; i < task_cache::kKeep; ++i) give_record(take_record(tag, 100), tag, giver);
+    for (std::uint32_t i = 0; i < kSurplus; ++i) {
+      void* p = take_record(tag, 100);
+      spilled.push_back(p);
+      give_record(p, tag, giver);
+    }
+    std::sort(spilled.begin(), spilled.end());
+    std::vector<void*> taken;
+    for (std::uint32_t i = 0; i < kSurplus; ++i) {
+      void* p = take_record(tag, 100, taker);
+      fill(p, 100, 0x11);
+      EXPECT_TRUE(std::binary_search(spilled.begin(), spilled.end(), p)) << i;
+      taken.push_back(p);
+    }
+    // The pool is empty now: a fresh block, none of those still alive.
+    void* fresh = take_record(tag, 100, taker);
+    EXPECT_FALSE(std::binary_search(spilled.begin(), spilled.end(), fresh));
+    std::sort(taken.begin(), taken.end());
+    EXPECT_EQ(std::adjacent_find(taken.begin(), taken.end()), taken.end());
+    give_record(fresh, tag, taker);
+    for (void* p : taken) give_record(p, tag, taker);
+  }  // the caches end before the pool, as a runtime's workers do
+}
+
+// A producer and a consumer on a pool (a thief running what a spawner makes):
+// every record arrives whole while the blocks go round through the pool.
+TEST(TaskAlloc, SpillUnderConcurrency) {
+  constexpr std::size_t kRing = 64;
+  const long n = mote_test::scaled(100000, 8);
+  int domain = 0;
+  task_cache::spill_pool pool;
+  struct slot {
+    std::atomic<std::uint64_t*> block{nullptr};
+  };
+  std::vector<slot> ring(kRing);
+  const record_tag tag = record_tag::of(200, 8);
+  std::thread producer([&] {
+    task_cache mine(&domain, &pool);
+    for (long i = 0; i < n; ++i) {
+      auto* words = static_cast<std::uint64_t*>(take_record(tag, 200, mine));
+      for (int k = 0; k < 25; ++k) words[k] = static_cast<std::uint64_t>(i) + k;
+      slot& s = ring[static_cast<std::size_t>(i) % kRing];
+      // Relaxed: only that the slot is empty (as in GoHomeUnderConcurrency).
+      while (s.block.load(std::memory_order_relaxed) != nullptr) std::this_thread::yield();
+      // Release: the consumer's acquire load sees the block's words.
+      s.block.store(words, std::memory_order_release);
+    }
+  });
+  std::thread consumer([&] {
+    task_cache mine(&domain, &pool);
+    for (long i = 0; i < n; ++i) {
+      slot& s = ring[static_cast<std::size_t>(i) % kRing];
+      std::uint64_t* words;
+      // Acquire: pairs with the producer's release store.
+      while ((words = s.block.load(std::memory_order_acquire)) == nullptr) std::this_thread::yield();
+      s.block.store(nullptr, std::memory_order_relaxed);
+      bool ok = true;
+      for (int k = 0; k < 25; ++k) ok = ok && words[k] == static_cast<std::uint64_t>(i) + k;
+      EXPECT_TRUE(ok) << i;
+      give_record(words, tag, mine);
+    }
+  });
+  producer.join();
+  consumer.join();
+}
+
 // ---- The records the models make ------------------------------------------
 
 template <std::size_t Align, std::size_t Size>

@@ -52,6 +52,7 @@ class runtime_impl {
   runtime* facade() const noexcept { return facade_; }
   std::int64_t spin_ns() const noexcept { return spin_ns_; }
   worker& worker_at(unsigned i) const noexcept { return *workers_[i]; }
+  task_cache::spill_pool& record_spill() noexcept { return record_spill_; }
 
   // Hands t to the workers through the injection queue. Any thread. Throws
   // std::logic_error in a child process after fork() (see orphaned()), and
@@ -232,6 +233,9 @@ class runtime_impl {
   runtime* facade_;
   std::int64_t spin_ns_;
   std::uint64_t generation_;  // the fork generation it was created in
+  // The record blocks the workers' caches spill (task_alloc.hpp). Before
+  // workers_: it outlives their caches.
+  task_cache::spill_pool record_spill_;
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<os_thread> threads_;
   // Orders a worker's own pinning as it starts against place_workers().

@@ -7,6 +7,33 @@
 
 namespace mote::detail {
 
+namespace {
+
+// Deletes the blocks of a chain of batches (linked by next_batch, each a
+// list linked by next).
+template <class Block>
+void delete_batches(Block* batches) noexcept {
+  while (batches != nullptr) {
+    Block* below = batches->next_batch;
+    for (Block* b = batches; b != nullptr;) {
+      Block* next = b->next;
+      task_cache::delete_block(b);
+      b = next;
+    }
+    batches = below;
+  }
+}
+
+}  // namespace
+
+task_cache::spill_pool::~spill_pool() {
+  for (auto& stack : stacks_) {
+    // Relaxed: the pool ends after every cache that sent to it (their
+    // threads have been joined).
+    delete_batches(stack.load(std::memory_order_relaxed));
+  }
+}
+
 task_cache::~task_cache() {
   for (int c = 0; c < kClasses; ++c) {
     for (free_block* b = head_[c]; b != nullptr;) {
@@ -14,6 +41,8 @@ task_cache::~task_cache() {
       delete_block(b);
       b = next;
     }
+    delete_batches(reserve_[c]);
+    delete_batches(spilling_[c].head);
 #if MOTE_TASK_CACHE
     // Blocks in a batch not sent yet, or on this cache's return stack, are
     // blocks of slabs (of this cache or of another of its domain, which ends
@@ -163,6 +192,38 @@ void task_cache::send_home(void* p, int cls, task_cache& home) noexcept {
   (void)cls;
   delete_block(p);
 #endif
+}
+
+void task_cache::spill(void* p, int cls) noexcept {
+  batch& out = spilling_[cls];
+  auto* b = static_cast<free_block*>(p);
+  b->next = out.head;
+  b->next_batch = nullptr;
+  out.head = b;
+  if (++out.count < kBatch) return;
+  // Release (in push_returned): the taker's acquire exchange sees the
+  // batch's links.
+  push_returned(spill_->stacks_[cls], out.head);
+  out = batch{};
+}
+
+void* task_cache::take_spilled(int cls) noexcept {
+  free_block* batches = reserve_[cls];
+  if (batches == nullptr) {
+    std::atomic<free_block*>& stack = spill_->stacks_[cls];
+    // Relaxed: a look that spares the line an exchange when there is
+    // nothing. Acquire: pairs with push_returned's release CAS; every
+    // batch's links are visible.
+    if (stack.load(std::memory_order_relaxed) == nullptr) return nullptr;
+    batches = stack.exchange(nullptr, std::memory_order_acquire);
+    if (batches == nullptr) return nullptr;
+  }
+  // The top batch becomes the list (it holds kBatch blocks), the rest stay
+  // in reserve; then the usual take.
+  reserve_[cls] = batches->next_batch;
+  head_[cls] = batches->next;
+  count_[cls] = kBatch - 1;
+  return batches;
 }
 
 void task_cache::reclaim(int cls) noexcept {

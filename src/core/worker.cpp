@@ -24,7 +24,8 @@ worker::worker(runtime_impl& rt, unsigned index, std::uint32_t capacity, std::ui
       index_(index),
       instrument_(instrument),
       rng_(0x9E3779B97F4A7C15ull * (index + 1)),
-      trace_(trace) {
+      trace_(trace),
+      cache_(&rt, &rt.record_spill()) {
   pool_.set_kept(&kept_);
 }
 

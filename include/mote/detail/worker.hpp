@@ -254,7 +254,7 @@ class alignas(cache_line) worker {
   std::int64_t park_since_ = 0;           // instrumented: when the current sleep began
   std::uint32_t rescue_looks_ = 0;        // rescue_due()
   worker_stats stats_;
-  task_cache cache_{runtime_};  // record blocks (task_alloc.hpp); go home within this runtime
+  task_cache cache_;  // record blocks (task_alloc.hpp); go home within this runtime, spill to its pool
 
   // ---- The groups whose tasks run here: written by the owner, read by
   // thieves (group_of_frame). Levels past kLevels are counted, not recorded.
