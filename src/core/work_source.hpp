@@ -21,7 +21,7 @@ class work_source_slot {
   bool attached() const noexcept { return source_.load(std::memory_order_relaxed) != nullptr; }
 
   // A busy worker between tasks (help_once, before it looks for a task):
-  // every half interval (by the cycle counter) it reads the clock, and polls
+  // at least every half interval (by the cycle counter) it reads the clock, and polls
   // when the interval has passed since the last poll by any worker. Cold:
   // only with a source.
   void poll_if_due() noexcept;
