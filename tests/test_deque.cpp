@@ -42,8 +42,10 @@ std::unique_ptr<runtime_impl> bare_runtime() {
 
 // With `forcing`, the thieves also share the owner's private tasks
 // themselves (force_share, as a thief does when a request goes unanswered),
-// at random moments, while the owner pushes and pops as fast as it can.
-void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_t seed, bool forcing = false) {
+// at random moments, while the owner pushes and pops as fast as it can. With
+// `batch` above 1 they take up to that many at once (steal_batch).
+void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_t seed, bool forcing = false,
+                  std::uint32_t batch = 1) {
   auto rt = bare_runtime();
   split_deque deque(rt.get(), capacity);
   // Thieves mark the slots they empty with their worker's address.
@@ -68,6 +70,21 @@ void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_
           // A time far past any request: the force is always due.
           clock += split_deque::kForceAfterNs;
           deque.force_share(clock);
+        }
+        if (batch > 1) {
+          task* out[8];
+          const std::uint32_t k = deque.steal_batch(me, out, batch);
+          EXPECT_LE(k, batch);
+          for (std::uint32_t j = 0; j < k; ++j) {
+            auto* c = static_cast<counted_task*>(out[j]);
+            if (j > 0) {
+              EXPECT_EQ(c->slot, static_cast<counted_task*>(out[j - 1])->slot + 1) << "a batch is consecutive";
+            }
+            c->taken.fetch_add(1);
+            c->taken_by.store(&me);
+            stolen.fetch_add(1);
+          }
+          continue;
         }
         std::uint32_t index = 0;
         if (task* t = deque.steal(me, &index)) {
@@ -222,6 +239,40 @@ TEST(Deque, OverdueRequestLetsTheThiefShareEverything) {
 
 // publish(): an owner about to block shares everything at once, kept tasks
 // too, with no thief asking.
+TEST(Deque, BatchStealsEveryTaskOnce) { run_protocol(1, 3000, 1u << 10, mote_test::test_seed(), false, 8); }
+
+TEST(Deque, BatchStealsThreeThievesForcedEveryTaskOnce) {
+  run_protocol(3, 2000, 1u << 10, mote_test::test_seed() + 1, true, 4);
+}
+
+// A batch is half of what is shared (rounded up, at most the maximum),
+// oldest first; the owner takes the rest back past the stolen slots.
+TEST(Deque, BatchStealTakesTheOlderHalfOfTheShared) {
+  auto rt = bare_runtime();
+  split_deque owner(rt.get(), 64);
+  worker thief(*rt, 1, 64);
+  std::vector<counted_task> tasks(40);
+  for (auto& t : tasks) t.init(&no_op);
+  task* out[8] = {};
+  EXPECT_EQ(owner.steal_batch(thief, out, 8), 0u);  // nothing: asks to share
+  for (std::size_t i = 0; i < 10; ++i) ASSERT_TRUE(owner.push(&tasks[i]));
+  owner.publish();
+  ASSERT_EQ(owner.steal_batch(thief, out, 8), 5u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(out[i], &tasks[i]) << i;
+  for (std::size_t i = 10; i-- > 5;) ASSERT_EQ(owner.pop_any(), &tasks[i]);
+  EXPECT_EQ(owner.pop_any(), nullptr);
+  EXPECT_EQ(owner.depth(), 0u);
+  // Forty shared: the maximum.
+  for (std::size_t i = 0; i < 40; ++i) ASSERT_TRUE(owner.push(&tasks[i]));
+  owner.publish();
+  ASSERT_EQ(owner.steal_batch(thief, out, 8), 8u);
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(out[i], &tasks[i]) << i;
+  ASSERT_EQ(owner.steal_batch(thief, out, 1), 1u);  // one, as steal()
+  EXPECT_EQ(out[0], &tasks[8]);
+  for (std::size_t i = 40; i-- > 9;) ASSERT_EQ(owner.pop_any(), &tasks[i]);
+  EXPECT_EQ(owner.pop_any(), nullptr);
+}
+
 TEST(Deque, PublishSharesEverythingKeptTasksToo) {
   auto rt = bare_runtime();
   split_deque owner(rt.get(), 64);

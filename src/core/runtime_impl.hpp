@@ -51,6 +51,14 @@ class runtime_impl {
   const resolved_config& config() const noexcept { return config_; }
   runtime* facade() const noexcept { return facade_; }
   std::int64_t spin_ns() const noexcept { return spin_ns_; }
+  // How many pooled tasks an idle worker's steal may take at once (worker::
+  // steal_from): 8, or 1 for a model whose tasks must not gather on their
+  // thief (OpenMP's: a thief inside a taskwait may start only the waiting
+  // task's descendants, and would hand the rest back). Relaxed: a setting,
+  // made once after the runtime starts; a steal that reads the old one takes
+  // a batch once more, which is correct, only less apt.
+  std::uint32_t steal_batch() const noexcept { return steal_batch_.load(std::memory_order_relaxed); }
+  void set_steal_batch(std::uint32_t n) noexcept { steal_batch_.store(n, std::memory_order_relaxed); }
   worker& worker_at(unsigned i) const noexcept { return *workers_[i]; }
   task_cache::spill_pool& record_spill() noexcept { return record_spill_; }
 
@@ -232,6 +240,7 @@ class runtime_impl {
   resolved_config config_;
   runtime* facade_;
   std::int64_t spin_ns_;
+  std::atomic<std::uint32_t> steal_batch_{worker::kMaxStealBatch};
   std::uint64_t generation_;  // the fork generation it was created in
   // The record blocks the workers' caches spill (task_alloc.hpp). Before
   // workers_: it outlives their caches.

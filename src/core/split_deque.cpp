@@ -246,6 +246,38 @@ task* split_deque::steal(worker& thief, std::uint32_t* index) noexcept {
   return t;
 }
 
+std::uint32_t split_deque::steal_batch(worker& thief, task** out, std::uint32_t max) noexcept {
+  std::uint64_t ts = tail_split_.load(std::memory_order_acquire);
+  const std::uint32_t tail = tail_of(ts);
+  const std::uint32_t split = split_of(ts);
+  if (tail >= split || max <= 1) {
+    // Nothing shared (steal() asks the owner), or one task wanted.
+    std::uint32_t index = 0;
+    task* t = steal(thief, &index);
+    out[0] = t;
+    return t != nullptr ? 1 : 0;
+  }
+  // Half of what is shared, rounded up, at most max: the thief leaves the
+  // owner (and other thieves) the other half, as grow_shared() shares half.
+  std::uint32_t k = (split - tail + 1) / 2;
+  if (k > max) k = max;
+  // Acquire: as in steal(), the slots below hold the owner's tasks.
+  if (!tail_split_.compare_exchange_strong(ts, pack(tail + k, split), std::memory_order_acq_rel,
+                                           std::memory_order_relaxed)) {
+    return 0;
+  }
+  // Each slot is read, then marked (release), as steal() does one: the owner
+  // reuses a slot only after it has seen its mark (pop_shared()'s acquire
+  // loop). The marks come before anything else, oldest first.
+  for (std::uint32_t i = 0; i < k; ++i) {
+    out[i] = slots_[tail + i].load(std::memory_order_relaxed);
+    slots_[tail + i].store(reinterpret_cast<task*>(reinterpret_cast<std::uintptr_t>(&thief) | kStolenTag),
+                           std::memory_order_release);
+  }
+  if (tail + k < split) runtime_->notify_one();
+  return k;
+}
+
 bool split_deque::has_shared_else_ask(bool* stranded) noexcept {
   // seq_cst: the look in park() must not be reordered before the
   // announcement (see runtime_impl::park).

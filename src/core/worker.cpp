@@ -58,14 +58,28 @@ task_group* worker::group_of_frame(std::uint32_t index) const noexcept {
   return group;
 }
 
-task* worker::steal_from(worker& victim, task_group** context) noexcept {
+task* worker::steal_from(worker& victim, task_group** context, bool batch) noexcept {
   std::uint32_t index = 0;
   task* t = victim.frames_.steal(*this, &index);
   if (t != nullptr) {
     // A join's branch: it runs inside the group its spawner was in.
     *context = victim.group_of_frame(index);
   } else {
-    t = victim.pool_.steal(*this, &index);
+    // A batch (runtime_impl::steal_batch(); one when the caller waits for
+    // a join's thief, or the pool is nearly full): the first runs here, the
+    // others go on this worker's pool, newest on top, where this worker
+    // takes them next and thieves find them as any of its tasks.
+    task* taken[kMaxStealBatch];
+    std::uint32_t max = batch ? runtime_->steal_batch() : 1;
+    if (max > pool_.room()) max = 1;
+    const std::uint32_t k = victim.pool_.steal_batch(*this, taken, max);
+    t = k != 0 ? taken[0] : nullptr;
+    for (std::uint32_t i = k; i-- > 1;) {
+      // Room was checked above: only this worker pushes on its pool.
+      const bool pushed = pool_.push(taken[i]);
+      assert(pushed);
+      (void)pushed;
+    }
     // A kept task is shared only when its owner went quiet (force_share) or
     // published before blocking: rare, so asked last.
     if (t == nullptr) t = victim.kept_.steal(*this, &index);
@@ -128,7 +142,7 @@ std::uint32_t worker::wait_for(task* t, worker& thief) noexcept {
       // that was itself leapfrogging). Then this worker's own pool:
       // task_group tasks that would otherwise wait for an idle thief.
       task_group* context = nullptr;
-      if (task* x = steal_from(thief, &context)) {
+      if (task* x = steal_from(thief, &context, false)) {
         run_task(x, context);
         idle.reset();
         continue;

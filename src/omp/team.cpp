@@ -178,6 +178,10 @@ runtime_impl& ensure_runtime(omp_group& s, unsigned want, bool first) {
   }
   if (restore) (void)sched_setaffinity(0, sizeof(mine), &mine);
   s.impl = &detail::runtime_access::impl(*s.rt);
+  // A steal takes one task: a batch would sit on its thief's pool, where a
+  // taskwait of the thief's may not start them (the task scheduling
+  // constraint, tasks.cpp) and hands them back.
+  s.impl->set_steal_batch(1);
   return *s.impl;
 }
 

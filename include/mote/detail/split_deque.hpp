@@ -159,6 +159,8 @@ class split_deque {
     const std::uint32_t stolen = tail_of(tail_split_.load(std::memory_order_relaxed));
     return h > stolen ? h - stolen : 0;
   }
+  // Free slots above the owner's top (owner only).
+  std::uint32_t room() const noexcept { return capacity_ - head(); }
   bool empty() const noexcept { return head() == 0 && (kept_ == nullptr || kept_->head() == 0); }
   // Are some of the owner's tasks (kept ones too) still private? Owner only.
   bool has_private() const noexcept {
@@ -203,6 +205,13 @@ class split_deque {
   // `thief`'s address, and stores the slot's index in *index. Notifies the
   // runtime when shared tasks are left for others.
   task* steal(worker& thief, std::uint32_t* index) noexcept;
+  // steal() for up to `max` tasks at once (max >= 1): half of the shared
+  // ones, rounded up, oldest first, into out[0..k); returns k (0 as steal()'s
+  // nullptr). For tasks that may run in any order on any worker (a pool's):
+  // the caller runs out[0] and pushes the rest on its own pool. A steal of
+  // one task from a producer's deque costs a few line transfers in series
+  // (the CAS, the slot, the record); a batch pays the first two once.
+  MOTE_API std::uint32_t steal_batch(worker& thief, task** out, std::uint32_t max) noexcept;
 
   // True when the deque has shared tasks. When it has none, asks the owner to
   // share its private ones: this is the last look of a worker about to park,

@@ -199,7 +199,11 @@ class alignas(cache_line) worker {
   // Takes the oldest shared task of victim's frames deque (then, if none,
   // of its pool, then of its kept tasks) and records the steal. *context
   // receives the group the task runs in. nullptr when all are empty.
-  task* steal_from(worker& victim, task_group** context) noexcept;
+  // `batch`: may take several of the victim's pooled tasks at once (see
+  // split_deque::steal_batch), as an idle worker does; false in a wait for a
+  // join's thief.
+  task* steal_from(worker& victim, task_group** context, bool batch = true) noexcept;
+  static constexpr std::uint32_t kMaxStealBatch = 8;
   // Shares the private tasks of each of victim's deques whose request to
   // share has gone unanswered for split_deque::kForceAfterNs (at `now`):
   // the owner is computing, blocked or asleep. True when any were shared.
