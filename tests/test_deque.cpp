@@ -73,7 +73,7 @@ void run_protocol(int thieves, long rounds, std::uint32_t capacity, std::uint64_
         }
         if (batch > 1) {
           task* out[8];
-          const std::uint32_t k = deque.steal_batch(me, out, batch);
+          const std::uint32_t k = deque.steal_batch(me, out, batch);  // batch <= 8
           EXPECT_LE(k, batch);
           for (std::uint32_t j = 0; j < k; ++j) {
             auto* c = static_cast<counted_task*>(out[j]);
@@ -245,7 +245,7 @@ TEST(Deque, BatchStealsThreeThievesForcedEveryTaskOnce) {
   run_protocol(3, 2000, 1u << 10, mote_test::test_seed() + 1, true, 4);
 }
 
-// A batch is half of what is shared (rounded up, at most the maximum),
+// A batch is half of what is shared (once kBatchFrom are, at most the maximum),
 // oldest first; the owner takes the rest back past the stolen slots.
 TEST(Deque, BatchStealTakesTheOlderHalfOfTheShared) {
   auto rt = bare_runtime();
@@ -253,13 +253,21 @@ TEST(Deque, BatchStealTakesTheOlderHalfOfTheShared) {
   worker thief(*rt, 1, 64);
   std::vector<counted_task> tasks(40);
   for (auto& t : tasks) t.init(&no_op);
-  task* out[8] = {};
+  task* out[16] = {};
   EXPECT_EQ(owner.steal_batch(thief, out, 8), 0u);  // nothing: asks to share
+  // Few shared (a recursive owner's handful): one.
   for (std::size_t i = 0; i < 10; ++i) ASSERT_TRUE(owner.push(&tasks[i]));
   owner.publish();
-  ASSERT_EQ(owner.steal_batch(thief, out, 8), 5u);
-  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(out[i], &tasks[i]) << i;
-  for (std::size_t i = 10; i-- > 5;) ASSERT_EQ(owner.pop_any(), &tasks[i]);
+  ASSERT_EQ(owner.steal_batch(thief, out, 8), 1u);
+  EXPECT_EQ(out[0], &tasks[0]);
+  for (std::size_t i = 10; i-- > 1;) ASSERT_EQ(owner.pop_any(), &tasks[i]);
+  EXPECT_EQ(owner.pop_any(), nullptr);
+  // Twenty shared: half, capped at the maximum.
+  for (std::size_t i = 0; i < 20; ++i) ASSERT_TRUE(owner.push(&tasks[i]));
+  owner.publish();
+  ASSERT_EQ(owner.steal_batch(thief, out, 16), 10u);
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(out[i], &tasks[i]) << i;
+  for (std::size_t i = 20; i-- > 10;) ASSERT_EQ(owner.pop_any(), &tasks[i]);
   EXPECT_EQ(owner.pop_any(), nullptr);
   EXPECT_EQ(owner.depth(), 0u);
   // Forty shared: the maximum.

@@ -250,16 +250,19 @@ std::uint32_t split_deque::steal_batch(worker& thief, task** out, std::uint32_t 
   std::uint64_t ts = tail_split_.load(std::memory_order_acquire);
   const std::uint32_t tail = tail_of(ts);
   const std::uint32_t split = split_of(ts);
-  if (tail >= split || max <= 1) {
-    // Nothing shared (steal() asks the owner), or one task wanted.
+  if (split - tail < kBatchFrom || tail >= split || max <= 1) {
+    // Nothing shared (steal() asks the owner), one task wanted, or few
+    // shared: an owner that shares a handful is a recursive one whose
+    // oldest tasks are its largest, where a thief that takes two of them
+    // leaves the owner short and steals back.
     std::uint32_t index = 0;
     task* t = steal(thief, &index);
     out[0] = t;
     return t != nullptr ? 1 : 0;
   }
-  // Half of what is shared, rounded up, at most max: the thief leaves the
-  // owner (and other thieves) the other half, as grow_shared() shares half.
-  std::uint32_t k = (split - tail + 1) / 2;
+  // Half of what is shared, at most max: the thief leaves the owner (and
+  // other thieves) the other half, as grow_shared() shares half.
+  std::uint32_t k = (split - tail) / 2;
   if (k > max) k = max;
   // Acquire: as in steal(), the slots below hold the owner's tasks.
   if (!tail_split_.compare_exchange_strong(ts, pack(tail + k, split), std::memory_order_acq_rel,

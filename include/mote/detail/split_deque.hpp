@@ -206,12 +206,14 @@ class split_deque {
   // runtime when shared tasks are left for others.
   task* steal(worker& thief, std::uint32_t* index) noexcept;
   // steal() for up to `max` tasks at once (max >= 1): half of the shared
-  // ones, rounded up, oldest first, into out[0..k); returns k (0 as steal()'s
+  // ones when kBatchFrom or more are, oldest first, into out[0..k); returns k (0 as steal()'s
   // nullptr). For tasks that may run in any order on any worker (a pool's):
   // the caller runs out[0] and pushes the rest on its own pool. A steal of
   // one task from a producer's deque costs a few line transfers in series
   // (the CAS, the slot, the record); a batch pays the first two once.
   MOTE_API std::uint32_t steal_batch(worker& thief, task** out, std::uint32_t max) noexcept;
+  // steal_batch takes one task while fewer than this are shared.
+  static constexpr std::uint32_t kBatchFrom = 16;
 
   // True when the deque has shared tasks. When it has none, asks the owner to
   // share its private ones: this is the last look of a worker about to park,
