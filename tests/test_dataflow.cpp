@@ -1772,7 +1772,7 @@ TEST(DataflowPriority, ReadyTasksWithAPriorityRunFirstHighestFirst) {
 // task that feeds it runs before the ordinary tasks readied with it.
 TEST(DataflowPriority, WhatFeedsATaskWithAPriorityRunsFirstToo) {
   mote::runtime rt(workers(1));
-  constexpr int kReaders = 200;
+  constexpr int kReaders = 100;  // fewer than the throttle's 128 a worker: all spawned before any runs
   start_order order;
   int x = 0, y = 0, feeder = -1, fed = -1;
   std::vector<int> readers(kReaders, -1);
@@ -1955,6 +1955,72 @@ TEST(DataflowLocality, TheThrottleRunsTasksWhileTheSpawnerIsFarAhead) {
     EXPECT_TRUE(run.complete(200)) << where;
     EXPECT_EQ(run.out_of_order.load(), 0) << where;
     EXPECT_GT(run.ran_before_spawning_ended.load(), 0) << where;
+  }
+}
+
+// The throttle's limit on n workers (MOTE_DATAFLOW_THROTTLE, or 128 a worker).
+std::uint32_t throttle_for(unsigned n) {
+  const char* v = std::getenv("MOTE_DATAFLOW_THROTTLE");
+  return v != nullptr && *v != '\0' ? static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)) : 128 * n;
+}
+
+TEST(DataflowLocality, TheThrottleHoldsBackASpawnerOutsideTheRuntime) {
+  // A thread outside the runtime spawns 2000 tasks of 20 us into 16 chains:
+  // it spawns about twenty times faster than one worker runs them, and
+  // without the throttle it would be some 1900 tasks ahead at the end. It
+  // sleeps past the limit (looked at every 64 spawns) until half is left.
+  for (unsigned n : {1u, 2u}) {
+    const std::uint32_t limit = throttle_for(n);
+    if (limit == 0) GTEST_SKIP() << "MOTE_DATAFLOW_THROTTLE=0";
+    mote::runtime rt(workers(n));
+    std::array<long, 16> cells{};
+    std::atomic<long> finished{0};
+    long most_ahead = 0;
+    constexpr long kTasks = 2000;
+    {
+      mote::dataflow df(rt);
+      for (long i = 0; i < kTasks; ++i) {
+        df.spawn(mote::inout(cells[static_cast<std::size_t>(i % 16)]), [&cells, &finished, i] {
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+          ++cells[static_cast<std::size_t>(i % 16)];
+          finished.fetch_add(1, std::memory_order_relaxed);
+        });
+        most_ahead = std::max(most_ahead, i + 1 - finished.load(std::memory_order_relaxed));
+      }
+      df.wait();
+    }
+    EXPECT_EQ(finished.load(), kTasks) << n << " workers";
+    for (long c : cells) EXPECT_EQ(c, kTasks / 16);
+    EXPECT_LE(most_ahead, static_cast<long>(limit) + 64) << n << " workers";
+  }
+}
+
+TEST(DataflowLocality, AThrottledSpawnerOutsideGoesOnWhenItsTasksWaitForIt) {
+  // The pending tasks all wait for an event that the spawning thread itself
+  // fulfils after its last spawn: the throttle must not wait for them (a
+  // nap in which no task ended, every worker asleep, lets the spawner go on).
+  mote::runtime rt(workers(1));
+  const std::uint32_t limit = throttle_for(1);
+  long x = 0;
+  std::mutex m;
+  mote::dataflow_event held;
+  {
+    mote::dataflow df(rt);
+    df.spawn(mote::inout(x), [&] {
+      std::lock_guard<std::mutex> lock(m);
+      held = mote::dataflow_event::open();
+    });
+    const long tasks = 3 * static_cast<long>(limit) + 100;
+    for (long i = 0; i < tasks; ++i) df.spawn(mote::inout(x), [&x] { ++x; });
+    for (;;) {
+      std::lock_guard<std::mutex> lock(m);
+      if (held) break;
+    }
+    held.fulfill();
+    df.wait();
+    EXPECT_EQ(x, tasks);
   }
 }
 

@@ -297,6 +297,7 @@ struct group_access {
   static void finish_remote(task_group& g) noexcept { g.finish_remote(); }
   // Tasks of g not yet finished, as its owner sees them (owner only).
   static std::uint32_t pending_for_owner(const task_group& g) noexcept { return g.pending_for_owner(); }
+  static std::uint32_t pending_for_others(const task_group& g) noexcept { return g.pending_for_others(); }
   // wait() without the rethrow: the first task exception, or nullptr; the
   // status in *status. Throws mote::usage_error (and waited for nothing) on
   // misuse.

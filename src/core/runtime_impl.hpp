@@ -163,7 +163,8 @@ class runtime_impl {
   bool wake_idle(worker& w) noexcept;
 
   // Whether worker i sleeps on its park word right now (a relaxed snapshot,
-  // for tests: idle workers must end up here).
+  // for tests, where idle workers must end up, and for a throttled data-flow
+  // spawner, which stops waiting for tasks that no worker runs).
   bool worker_asleep(unsigned i) const noexcept {
     return workers_[i]->park_word().load(std::memory_order_relaxed) == waiter_slot::kSleeping;
   }

@@ -19,6 +19,7 @@
 #include "core/config.hpp"
 #include "core/runtime_impl.hpp"
 #include "dataflow/current.hpp"
+#include "wait/event_count.hpp"
 
 namespace mote {
 
@@ -280,25 +281,31 @@ bool pools_enabled() {
   return on;
 }
 
-// How many unfinished tasks a scope may have before its spawner, on a worker,
-// runs ready tasks from its own pool at spawn (MOTE_DATAFLOW_THROTTLE; 0:
-// never). A spawner far ahead of its tasks writes records faster than they
-// are run: past a few thousand, their blocks no longer fit in the worker's
-// cache, and every task then reads its record back from far away. Nanos6
-// throttles its creators for the same reason.
-std::uint32_t throttle_limit() {
-  static const std::uint32_t limit = [] {
+// How many unfinished tasks a scope may have before its spawner holds back
+// (MOTE_DATAFLOW_THROTTLE; 0: never): on a worker it runs ready tasks from
+// its own pool at spawn, outside the runtime it sleeps until half that is
+// left. A spawner far ahead of its tasks writes records faster than they
+// are run, and the data they touch is long gone from the cache when they
+// run: by default 128 tasks a worker (at most 4096), about what a core's
+// cache holds of records and of the data of tasks of tens of microseconds
+// (a stencil's next sweep then reads the rows its last one just wrote: the
+// Jacobi of docs/mpi.md on one worker a rank spent 20% less in its kernel
+// with 128 than with 4096). Nanos6 throttles its creators for the same
+// reason.
+std::uint32_t throttle_limit(unsigned workers) {
+  static const std::int64_t set = [] {
     const char* v = std::getenv("MOTE_DATAFLOW_THROTTLE");
-    if (v == nullptr || *v == '\0') return std::uint32_t{4096};
+    if (v == nullptr || *v == '\0') return std::int64_t{-1};
     char* end = nullptr;
     const unsigned long n = std::strtoul(v, &end, 10);
     if (*end != '\0' || n > 0xffffffffUL || *v == '-') {
       throw config_error(std::string("MOTE_DATAFLOW_THROTTLE: expected a number of tasks (0: off), got '") + v +
                          "'");
     }
-    return static_cast<std::uint32_t>(n);
+    return static_cast<std::int64_t>(n);
   }();
-  return limit;
+  if (set >= 0) return static_cast<std::uint32_t>(set);
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(4096, std::uint64_t{128} * std::max(workers, 1u)));
 }
 
 // MOTE_DATAFLOW_LOCALITY: every scope's locality until set_locality().
@@ -347,6 +354,76 @@ struct df_scope_access {
     if (thread_token() != df.spawner_) return nullptr;
     if (!df.spawner_cache_) df.spawner_cache_ = std::make_unique<task_cache>();
     return df.spawner_cache_.get();
+  }
+
+  // The throttle of a spawner outside the runtime, which cannot run the
+  // scope's tasks: past the limit it sleeps until half of it is left. The
+  // task whose end brings the count there wakes it (wake_throttled); a
+  // wake-up that comes too late costs a timed sleep at worst.
+  //
+  // The announcement (throttle_at_) and the count are two locations, and
+  // the finisher must read the announcement before its count-down, after
+  // which the scope may be gone (its wait may return). So a finisher that
+  // reads the announcement just before the spawner makes it, and counts
+  // down just after the spawner's look, wakes nobody; every later end reads
+  // it, and the last pending task's end brings the count to 0, below any
+  // target: a wake-up is late, never lost while tasks are pending. The
+  // sleep is timed (kThrottleNapNs) for an end that is itself the last one
+  // in that window. Both sides read the count with acquire loads
+  // (pending_for_others), and the announcement is a seq_cst store, so that
+  // the look that follows it is not done before it.
+  //
+  // The throttle never waits for tasks that wait for something else: a nap
+  // in which no task ended, after which every worker of the runtime sleeps
+  // (all pending tasks behind an event this thread is to fulfil, say), ends
+  // the throttle, and it holds back no more until a task ends
+  // (throttle_stalled_). A worker that is merely slow (preempted, or in a
+  // long task) is awake: the spawner naps on.
+  static constexpr std::int64_t kThrottleNapNs = 500'000;
+  static bool every_worker_asleep(const runtime_impl& rt) noexcept {
+    for (unsigned i = 0; i < rt.num_workers(); ++i) {
+      if (!rt.worker_asleep(i)) return false;
+    }
+    return true;
+  }
+  static void throttle_outside(dataflow& df) noexcept {
+    task_group& g = df.group_;
+    const std::uint32_t limit = df.throttle_;
+    std::uint32_t pending = group_access::pending_for_others(g);
+    if (pending <= limit || df.spawned_since_wait_ - pending == df.throttle_stalled_) return;
+    const std::uint32_t target = std::max(limit / 2, 1u);
+    bool napped = false;
+    for (;;) {
+      // Acquire: pairs with the waker's release increment (nothing rides on
+      // it but the key).
+      const std::uint32_t key = df.throttle_epoch_.load(std::memory_order_acquire);
+      df.throttle_at_.store(target, std::memory_order_seq_cst);
+      const std::uint32_t now = group_access::pending_for_others(g);
+      if (now <= target) break;
+      if (napped && now == pending && every_worker_asleep(*df.runtime_)) {
+        df.throttle_stalled_ = df.spawned_since_wait_ - now;
+        break;
+      }
+      pending = now;
+      napped = true;
+      event_word::commit_for(&df.throttle_epoch_, key, kThrottleNapNs);
+      if (df.throttle_epoch_.load(std::memory_order_acquire) != key) break;  // woken
+    }
+    // Relaxed: a finisher that still reads the target wakes nobody who sleeps.
+    df.throttle_at_.store(0, std::memory_order_relaxed);
+  }
+  // At the end of a task of df counted by others, before its count-down:
+  // wakes a throttled spawner when the count, this task gone, is down to
+  // its target. Relaxed load: see throttle_outside().
+  static void wake_throttled(dataflow& df) noexcept {
+    const std::uint32_t at = df.throttle_at_.load(std::memory_order_relaxed);
+    if (MOTE_LIKELY(at == 0)) return;
+    if (group_access::pending_for_others(df.group_) > at + 1) return;
+    // One waker: the exchange takes the announcement.
+    if (df.throttle_at_.exchange(0, std::memory_order_relaxed) == 0) return;
+    // Release: see throttle_outside()'s acquire.
+    df.throttle_epoch_.fetch_add(1, std::memory_order_release);
+    event_word::notify(&df.throttle_epoch_, 1);
   }
 };
 
@@ -1125,6 +1202,13 @@ void detail::df_register(dataflow& df, df_task* t, const df_access_desc* descs, 
   // the throttle: the owner far ahead of its tasks runs ready ones from its
   // pool until half the limit is left, or nothing is ready here. It never
   // waits: tasks blocked elsewhere are left to their predecessors.
+  if (MOTE_UNLIKELY((df.spawned_since_wait_ & 63) == 0) && w == nullptr && df.throttle_ != 0 &&
+      current_worker == nullptr) {
+    // A spawner outside every runtime (a program's main thread) cannot run
+    // tasks: it sleeps (df_scope_access::throttle_outside).
+    df_scope_access::throttle_outside(df);
+    return;
+  }
   if (MOTE_UNLIKELY((df.spawned_since_wait_ & 15) == 0) && w != nullptr && w == group_access::owner(g)) {
     w->kept().share_if_asked();
     if ((df.spawned_since_wait_ & 63) != 0) return;
@@ -1176,6 +1260,7 @@ __attribute__((always_inline)) inline detail::df_task* end_task(detail::df_task*
                                                                 bool keep_successor) noexcept {
   using namespace detail;
   task_group& g = *t->group;
+  dataflow& scope = *t->scope;  // t may be freed below
   const bool counted_by_owner = t->local && w != nullptr && w == group_access::owner(g);
   engine e{w, &group_access::runtime_of(g), w != nullptr ? w->trace() : nullptr};
   e.ending = t;
@@ -1199,6 +1284,7 @@ __attribute__((always_inline)) inline detail::df_task* end_task(detail::df_task*
   if (counted_by_owner) {
     group_access::finish_local(g);
   } else {
+    df_scope_access::wake_throttled(scope);  // the scope is alive until the count-down
     group_access::finish_remote(g);
   }
   return next;
@@ -1378,7 +1464,7 @@ dataflow::dataflow(runtime& rt) : group_(rt), runtime_(&detail::group_access::ru
 void dataflow::construct() {
   // The scope's wait looks at urgent tasks and a work source between tasks.
   detail::group_access::set_helps_runtime(group_);
-  throttle_ = throttle_limit();
+  throttle_ = throttle_limit(runtime_->num_workers());
   set_locality(default_locality());
   spawner_ = detail::thread_token();
   detail::df_task* cur = detail::tl_df_current;
