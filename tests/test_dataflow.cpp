@@ -1772,7 +1772,7 @@ TEST(DataflowPriority, ReadyTasksWithAPriorityRunFirstHighestFirst) {
 // task that feeds it runs before the ordinary tasks readied with it.
 TEST(DataflowPriority, WhatFeedsATaskWithAPriorityRunsFirstToo) {
   mote::runtime rt(workers(1));
-  constexpr int kReaders = 100;  // fewer than the throttle's 128 a worker: all spawned before any runs
+  constexpr int kReaders = 200;
   start_order order;
   int x = 0, y = 0, feeder = -1, fed = -1;
   std::vector<int> readers(kReaders, -1);
@@ -1958,30 +1958,31 @@ TEST(DataflowLocality, TheThrottleRunsTasksWhileTheSpawnerIsFarAhead) {
   }
 }
 
-// The throttle's limit on n workers (MOTE_DATAFLOW_THROTTLE, or 128 a worker).
-std::uint32_t throttle_for(unsigned n) {
+// The throttle's limit (MOTE_DATAFLOW_THROTTLE, or 4096).
+std::uint32_t throttle_limit() {
   const char* v = std::getenv("MOTE_DATAFLOW_THROTTLE");
-  return v != nullptr && *v != '\0' ? static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)) : 128 * n;
+  return v != nullptr && *v != '\0' ? static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)) : 4096;
 }
 
 TEST(DataflowLocality, TheThrottleHoldsBackASpawnerOutsideTheRuntime) {
-  // A thread outside the runtime spawns 2000 tasks of 20 us into 16 chains:
-  // it spawns about twenty times faster than one worker runs them, and
-  // without the throttle it would be some 1900 tasks ahead at the end. It
-  // sleeps past the limit (looked at every 64 spawns) until half is left.
+  // A thread outside the runtime spawns twice the limit and 1000 more tasks
+  // of 10 us into 16 chains: it spawns about ten times faster than a worker
+  // runs them, and without the throttle it would be thousands of tasks past
+  // the limit at the end. It sleeps past the limit (looked at every 64
+  // spawns) until half is left.
+  const std::uint32_t limit = throttle_limit();
+  if (limit == 0) GTEST_SKIP() << "MOTE_DATAFLOW_THROTTLE=0";
   for (unsigned n : {1u, 2u}) {
-    const std::uint32_t limit = throttle_for(n);
-    if (limit == 0) GTEST_SKIP() << "MOTE_DATAFLOW_THROTTLE=0";
     mote::runtime rt(workers(n));
     std::array<long, 16> cells{};
     std::atomic<long> finished{0};
     long most_ahead = 0;
-    constexpr long kTasks = 2000;
+    const long kTasks = 2 * static_cast<long>(limit) + 1000;
     {
       mote::dataflow df(rt);
       for (long i = 0; i < kTasks; ++i) {
         df.spawn(mote::inout(cells[static_cast<std::size_t>(i % 16)]), [&cells, &finished, i] {
-          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(10);
           while (std::chrono::steady_clock::now() < until) {
           }
           ++cells[static_cast<std::size_t>(i % 16)];
@@ -1992,7 +1993,9 @@ TEST(DataflowLocality, TheThrottleHoldsBackASpawnerOutsideTheRuntime) {
       df.wait();
     }
     EXPECT_EQ(finished.load(), kTasks) << n << " workers";
-    for (long c : cells) EXPECT_EQ(c, kTasks / 16);
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      EXPECT_EQ(cells[c], kTasks / 16 + (static_cast<long>(c) < kTasks % 16 ? 1 : 0));
+    }
     EXPECT_LE(most_ahead, static_cast<long>(limit) + 64) << n << " workers";
   }
 }
@@ -2002,7 +2005,7 @@ TEST(DataflowLocality, AThrottledSpawnerOutsideGoesOnWhenItsTasksWaitForIt) {
   // fulfils after its last spawn: the throttle must not wait for them (a
   // nap in which no task ended, every worker asleep, lets the spawner go on).
   mote::runtime rt(workers(1));
-  const std::uint32_t limit = throttle_for(1);
+  const std::uint32_t limit = throttle_limit();
   long x = 0;
   std::mutex m;
   mote::dataflow_event held;

@@ -377,7 +377,7 @@ class MOTE_API dataflow {
   unsigned spawner_loop_depth_;
   detail::df_task* parent_;      // the data-flow task whose body made this scope, or nullptr
   std::uint64_t spawned_since_wait_ = 0;
-  std::uint32_t throttle_ = 0;   // MOTE_DATAFLOW_THROTTLE, or its default, when the scope is made
+  std::uint32_t throttle_ = 0;   // MOTE_DATAFLOW_THROTTLE, read when the scope is made
   // A spawner outside the runtime, throttled, sleeps on throttle_epoch_
   // until a task's end finds no more than throttle_at_ pending (0: none
   // sleeps); src/dataflow/dataflow.cpp, throttle_outside().

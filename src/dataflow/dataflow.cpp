@@ -285,14 +285,14 @@ bool pools_enabled() {
 // (MOTE_DATAFLOW_THROTTLE; 0: never): on a worker it runs ready tasks from
 // its own pool at spawn, outside the runtime it sleeps until half that is
 // left. A spawner far ahead of its tasks writes records faster than they
-// are run, and the data they touch is long gone from the cache when they
-// run: by default 128 tasks a worker (at most 4096), about what a core's
-// cache holds of records and of the data of tasks of tens of microseconds
-// (a stencil's next sweep then reads the rows its last one just wrote: the
-// Jacobi of docs/mpi.md on one worker a rank spent 20% less in its kernel
-// with 128 than with 4096). Nanos6 throttles its creators for the same
-// reason.
-std::uint32_t throttle_limit(unsigned workers) {
+// are run: past a few thousand, their blocks no longer fit in the worker's
+// cache, and every task then reads its record back from far away. Nanos6
+// throttles its creators for the same reason. The limit is not smaller:
+// a window of many sweeps of a stencil is what lets the data flow run
+// block b of sweep k + 1 right after blocks b - 1 .. b + 1 of sweep k, in
+// cache (the Jacobi of docs/mpi.md, N = 4096 on one worker: 2.1 s with
+// 4096, 2.4-2.7 with 1024, 3.3-3.4 with 128; GNU OpenMP 3.0-3.3).
+std::uint32_t throttle_limit() {
   static const std::int64_t set = [] {
     const char* v = std::getenv("MOTE_DATAFLOW_THROTTLE");
     if (v == nullptr || *v == '\0') return std::int64_t{-1};
@@ -304,8 +304,7 @@ std::uint32_t throttle_limit(unsigned workers) {
     }
     return static_cast<std::int64_t>(n);
   }();
-  if (set >= 0) return static_cast<std::uint32_t>(set);
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(4096, std::uint64_t{128} * std::max(workers, 1u)));
+  return set >= 0 ? static_cast<std::uint32_t>(set) : 4096;
 }
 
 // MOTE_DATAFLOW_LOCALITY: every scope's locality until set_locality().
@@ -1464,7 +1463,7 @@ dataflow::dataflow(runtime& rt) : group_(rt), runtime_(&detail::group_access::ru
 void dataflow::construct() {
   // The scope's wait looks at urgent tasks and a work source between tasks.
   detail::group_access::set_helps_runtime(group_);
-  throttle_ = throttle_limit(runtime_->num_workers());
+  throttle_ = throttle_limit();
   set_locality(default_locality());
   spawner_ = detail::thread_token();
   detail::df_task* cur = detail::tl_df_current;

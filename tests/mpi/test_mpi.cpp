@@ -775,9 +775,7 @@ TEST_F(Mpi, MessageTasksRunBeforeLaterComputeTasks) {
   o.num_workers = 1;
   o.spin = std::chrono::microseconds(20);
   mote::runtime one(o);
-  // Fewer than the data-flow throttle's 128 tasks a worker: every task is
-  // spawned before any runs (at the scope's wait).
-  constexpr int kCompute = 100;
+  constexpr int kCompute = 200;
   std::atomic<int> seq{0};
   int first_in = -1, first_out = 1, in = -1, x = 0, y = 0;
   int pos_r = -1, pos_s = -1, pos_f = -1, unused = 0;
