@@ -289,6 +289,32 @@ TEST(Join, StolenPartnerLongerThanTheSpinWindowParksAndWakes) {
   EXPECT_GE(parks, 3u) << "the joins never parked";
 }
 
+// MOTE_STATS' steals are tasks taken, a batch (split_deque::steal_batch)
+// counting each of its tasks: every task of the group that ran on the other
+// worker got there by a steal (its own, or one whose batch it pushed on its
+// pool), so the steals are at least as many.
+TEST(Join, StatsCountEveryTaskABatchStealTakes) {
+  mote::runtime rt(workers(2));
+  std::atomic<std::uint64_t> elsewhere{0};
+  rt.run([&] {
+    const int home = mote::runtime::current_worker_index();
+    mote::task_group g;
+    for (int i = 0; i < 512; ++i) {
+      g.spawn([&elsewhere, home] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(5);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        if (mote::runtime::current_worker_index() != home) elsewhere.fetch_add(1, std::memory_order_relaxed);
+      });
+    }
+    g.wait();
+  });
+  std::uint64_t steals = 0;
+  auto& impl = mote::detail::runtime_access::impl(rt);
+  for (unsigned i = 0; i < impl.num_workers(); ++i) steals += impl.worker_at(i).stats().steals;
+  EXPECT_GE(steals, elsewhere.load());
+}
+
 // On an assistant thread, join and parallel_invoke run their callables in
 // place, one after the other: handing them to a runtime would add a round
 // trip to the wait of the assistant's owner, and with a one-worker runtime

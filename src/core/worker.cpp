@@ -60,6 +60,7 @@ task_group* worker::group_of_frame(std::uint32_t index) const noexcept {
 
 task* worker::steal_from(worker& victim, task_group** context, bool batch) noexcept {
   std::uint32_t index = 0;
+  std::uint32_t stolen = 1;  // tasks taken (a batch counts each)
   task* t = victim.frames_.steal(*this, &index);
   if (t != nullptr) {
     // A join's branch: it runs inside the group its spawner was in.
@@ -74,6 +75,7 @@ task* worker::steal_from(worker& victim, task_group** context, bool batch) noexc
     if (max > pool_.room()) max = 1;
     const std::uint32_t k = victim.pool_.steal_batch(*this, taken, max);
     t = k != 0 ? taken[0] : nullptr;
+    stolen = k != 0 ? k : 1;
     for (std::uint32_t i = k; i-- > 1;) {
       // Room was checked above: only this worker pushes on its pool.
       const bool pushed = pool_.push(taken[i]);
@@ -89,7 +91,7 @@ task* worker::steal_from(worker& victim, task_group** context, bool batch) noexc
   // The bookkeeping comes after the steal marked the slot: the owner may be
   // waiting for that mark.
   if (t != nullptr) {
-    ++stats_.steals;
+    stats_.steals += stolen;
     if (MOTE_UNLIKELY(trace_ != nullptr)) trace_->put(trace_kind::steal, victim.index_);
   } else {
     ++stats_.failed_steals;
