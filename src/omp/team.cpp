@@ -117,6 +117,29 @@ unsigned max_team() {
   return cap;
 }
 
+// MOTE_STATS=1: the OpenMP runtimes are never destroyed (a worker may be
+// parked in one while the process exits), so nothing would print their
+// counters, which a runtime prints when it ends. At exit, when no region
+// holds a group and the exiting thread is none of their workers, they are
+// ended then (outside the mutex: a worker's way out may take it).
+void end_for_stats() {
+  std::vector<std::unique_ptr<mote::runtime>> ending;
+  {
+    omp_state& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (detail::current_worker != nullptr) return;
+    for (const auto& g : s.groups) {
+      if (g->in_use) return;
+    }
+    for (auto& g : s.groups) {
+      if (g->rt == nullptr || g->impl->orphaned()) continue;
+      ending.push_back(std::move(g->rt));
+      g->impl = nullptr;
+    }
+  }
+  ending.clear();
+}
+
 // Under omp_state::mutex, on a group that no region runs on (held by the
 // caller, or made by runtime()): a runtime of at least `want` workers (worker
 // 0 is the caller seat). `first`: the first group, whose workers mote binds
@@ -182,6 +205,10 @@ runtime_impl& ensure_runtime(omp_group& s, unsigned want, bool first) {
   // taskwait of the thief's may not start them (the task scheduling
   // constraint, tasks.cpp) and hands them back.
   s.impl->set_steal_batch(1);
+  if (MOTE_UNLIKELY(s.impl->config().stats)) {
+    static std::once_flag registered;
+    std::call_once(registered, [] { std::atexit(end_for_stats); });
+  }
   return *s.impl;
 }
 
