@@ -380,13 +380,16 @@ class MOTE_API dataflow {
   std::uint32_t throttle_ = 0;   // MOTE_DATAFLOW_THROTTLE, read when the scope is made
   // A spawner outside the runtime, throttled, sleeps on throttle_epoch_
   // until a task's end finds no more than throttle_at_ pending (0: none
-  // sleeps); src/dataflow/dataflow.cpp, throttle_outside().
-  std::atomic<std::uint32_t> throttle_at_{0};
+  // sleeps); src/dataflow/dataflow.cpp, throttle_outside(). Every end that
+  // its scope's owner does not count reads throttle_at_: a line of its own,
+  // which the spawner writes only when it holds back (the fields around are
+  // written at every spawn).
+  alignas(detail::cache_line) std::atomic<std::uint32_t> throttle_at_{0};
   std::atomic<std::uint32_t> throttle_epoch_{0};
   // The tasks finished since the last wait when the throttle last saw none
   // end over a nap (they wait for something else, perhaps this thread): it
   // holds back no more until one does.
-  std::uint64_t throttle_stalled_ = ~std::uint64_t{0};
+  alignas(detail::cache_line) std::uint64_t throttle_stalled_ = ~std::uint64_t{0};
   detail::df_grain grain_;
   detail::df_table table_;
   struct graph;
