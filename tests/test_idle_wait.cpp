@@ -65,4 +65,26 @@ TEST(IdleWait, NeverParkWaitKeepsSpinningWhenCrowded) {
   EXPECT_EQ(looks_before_park(idle_wait::kNeverPark, 1, 1000), 1000u);
 }
 
+// A wait whose looks steal probes at every look at first, then every 2nd,
+// 4th, ... look after each probe that found nothing, up to every
+// kMaxEvery-th; a probe that found work brings it back to every look.
+TEST(ProbeBackoff, ProbesGetRarerWhileTheyFindNothing) {
+  mote::detail::probe_backoff probe;
+  std::vector<unsigned> gaps;  // looks from one probe to the next
+  unsigned looks = 0;
+  while (gaps.size() < 8) {
+    ++looks;
+    if (probe.due()) {
+      gaps.push_back(looks);
+      looks = 0;
+      probe.failed();
+    }
+  }
+  constexpr unsigned kMax = mote::detail::probe_backoff::kMaxEvery;
+  EXPECT_EQ(gaps, (std::vector<unsigned>{1, 2, 4, 8, kMax, kMax, kMax, kMax}));
+  probe.reset();
+  EXPECT_TRUE(probe.due());
+  EXPECT_EQ(probe.every(), 1u);
+}
+
 }  // namespace

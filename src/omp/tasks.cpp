@@ -370,13 +370,32 @@ void wait_until(Done&& done, std::atomic<std::atomic<std::uint32_t>*>* slot) {
   };
   std::atomic<std::atomic<std::uint32_t>*>* const own = &x->waiter;
   detail::idle_wait idle(rt.spin_ns());
+  // The runtime's help (the pool, then the other workers') at every look
+  // at first, spaced out while it finds nothing (detail::probe_backoff);
+  // the task's own words at every look.
+  detail::probe_backoff probe;
   for (;;) {
     if (done()) return;
-    if (run_handed(st) || run_bounced(st, false, &seen) || rt.help_once(*self)) {
+    if (run_handed(st) || run_bounced(st, false, &seen)) {
       idle.reset();
+      probe.reset();
       continue;
     }
+    if (probe.due()) {
+      if (rt.help_once(*self)) {
+        idle.reset();
+        probe.reset();
+        continue;
+      }
+      probe.failed();
+    }
     if (idle.spin()) continue;
+    // The last probe before the sleep, whenever the one before was.
+    if (rt.help_once(*self)) {
+      idle.reset();
+      probe.reset();
+      continue;
+    }
     // The Dekker pair with release and hand_back: the slot is
     // published (seq_cst) before park_waiting's announcement and last look;
     // the completion changes what done() reads (seq_cst) before it loads

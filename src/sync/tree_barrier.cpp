@@ -117,10 +117,16 @@ class barrier_waiter {
   void until(Done&& done) noexcept {
     for (;;) {
       if (done()) return;
-      if (polled()) {
-        idle_.reset();
-        sleep_ns_ = idle_wait::kFirstParkNs;
-        continue;
+      // poll() (it steals, under OpenMP) at every look at first, spaced out
+      // while it finds nothing; done() at every look.
+      if (probe_.due()) {
+        if (polled()) {
+          idle_.reset();
+          probe_.reset();
+          sleep_ns_ = idle_wait::kFirstParkNs;
+          continue;
+        }
+        probe_.failed();
       }
       // A crowded team (more threads than CPUs) spins its short window
       // with pauses only, then sleeps: a yield at every look handed the CPU
@@ -151,6 +157,7 @@ class barrier_waiter {
       // the announcement or not): run it and spin again, awake.
       waiter_slot::retire(word, &sleepers_);
       idle_.reset();
+      probe_.reset();
       return false;
     }
     if (!found) {
@@ -171,6 +178,7 @@ class barrier_waiter {
   std::atomic<std::uint32_t>& sleepers_;
   barrier_hook poll_;
   idle_wait idle_;
+  detail::probe_backoff probe_;
   bool spins_;
   std::int64_t sleep_ns_ = idle_wait::kFirstParkNs;  // the next sleep's bound, with a poll()
 };

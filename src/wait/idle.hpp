@@ -111,6 +111,38 @@ class idle_wait {
   bool published_ = false;
 };
 
+// How often a wait whose looks steal probes the other workers: at every
+// look at first, then every 2nd, 4th, ... look after each probe that found
+// nothing, up to every kMaxEvery-th (about a microsecond apart at 4 pauses a
+// look), and at every look again once one found work. The wait's own words
+// (its children's count, its barrier's arrivals) are still read at every
+// look. A failed probe reads each victim's deque words, which a busy owner
+// writes at every push and pop: a thief probing every few pauses cost such
+// an owner a miss on its own line at each probe (docs/performance.md, "A
+// waiting thread's probes and a busy owner").
+class probe_backoff {
+ public:
+  static constexpr std::uint32_t kMaxEvery = 16;
+
+  // Is this look's probe due?
+  bool due() noexcept { return ++looks_ >= every_; }
+  // The probe found nothing: the next one comes twice as many looks later.
+  void failed() noexcept {
+    looks_ = 0;
+    if (every_ < kMaxEvery) every_ *= 2;
+  }
+  // Work was found: probe at every look again.
+  void reset() noexcept {
+    looks_ = 0;
+    every_ = 1;
+  }
+  std::uint32_t every() const noexcept { return every_; }
+
+ private:
+  std::uint32_t looks_ = 0;
+  std::uint32_t every_ = 1;
+};
+
 // The registry behind machine_oversubscribed() and the assistants' choice of
 // CPU: every spinning thread registers itself (with its CPU, or -1 when it is
 // not pinned) while it lives.
