@@ -481,6 +481,16 @@ void free_record(omp_task* t) noexcept {
 // it. Tasks with dependences, a detach clause or a priority are always
 // deferred (their order and their events are the point of them).
 
+// The depths a function's sites are told apart by: a task deeper than this
+// counts as at kSiteDepths. A recursion that shrinks its work per level has
+// done so long before (fib(90) is 90 levels; a halving one, 2^64 leaves at
+// 64); one that goes deeper does not shrink it per level, as uts' binomial
+// tree (2.6 million nodes, 1 431 levels), whose every level is alike: a site
+// per level there meant a table of 256 entries that its levels kept
+// evicting from each other, every eviction a new site deferred blind.
+constexpr unsigned kSiteDepths = 64;
+MOTE_ALWAYS_INLINE unsigned site_depth(unsigned depth) noexcept { return depth < kSiteDepths ? depth : kSiteDepths; }
+
 constexpr std::uint32_t kSampleHere = 16;
 constexpr std::uint32_t kSampleAway = 32;
 // Tasks in the spawning worker's pool from which a new one runs at once.
@@ -1103,11 +1113,35 @@ bool in_final() noexcept {
 
 namespace {
 
+// A thief asked this worker for work while it runs its tasks in place: no
+// push or pop of its own would answer before the task in place ends, which
+// for a large one (a whole subtree) is long. So it answers now, as a push
+// would: the older half of its private tasks goes to the shared part
+// (split_deque::grow_shared, which wakes a worker parked in the runtime),
+// and a member of the team that sleeps in the team's barrier, where the
+// runtime's wake-up does not reach, is woken too.
+__attribute__((noinline, cold)) void answer_request_slow(worker& self, thread_state& st) noexcept {
+  self.pool().share_if_asked();
+  // The share's seq_cst publication (split_deque::share_up_to) is ordered
+  // before notify_waiters' seq_cst look at the barrier's sleepers: the
+  // notifier half of the event count's pair, as after defer()'s push.
+  if (st.tm != nullptr) st.tm->barrier.notify_waiters();
+}
+// With nothing private there is nothing to answer with (the next push
+// answers): the test reads the owner's own indices first, and the request
+// word, which a thief that asks writes, only when there is something to
+// share (a look at it at every task in place, while an idle thief kept
+// asking, cost a miss a task: uts ran at two thirds of its speed).
+MOTE_ALWAYS_INLINE void answer_request(worker& self, thread_state& st) noexcept {
+  if (MOTE_UNLIKELY(self.pool().has_private()) && self.pool().asked()) answer_request_slow(self, st);
+}
+
 // placed() for every case but its quick one. Out of line, so that the quick
 // one saves no registers.
 __attribute__((noinline)) void placed_slow(const task_args& a, thread_state& st, bool final_task, worker& self) {
-  const unsigned depth = st.task->depth + 1;
+  const unsigned depth = site_depth(st.task->depth + 1);
   const placement where = choose_placement(a.fn, depth, self);
+  if (where == placement::here || where == placement::here_timed) answer_request(self, st);
   switch (where) {
     case placement::here:
       run_undeferred(a, st, final_task);
@@ -1130,20 +1164,28 @@ __attribute__((noinline)) void placed_slow(const task_args& a, thread_state& st,
 // quick case, a measured site short against the hand-off and not due for a
 // sample, is choose_placement()'s `here` without its other tests (a deep
 // pool does not matter to a site that runs in place anyway).
-MOTE_ALWAYS_INLINE bool quick_in_place(void (*fn)(void*), const thread_state& st) noexcept {
+// *answer: this is one of the site's tasks in place at which a thief's
+// request is looked for (answer_request): where the site's countdown to its
+// next sample is a multiple of kAnswerEvery, and at the sampled task
+// (placed_slow), so about every 8th; a look at every one cost 8 of a fib
+// task's instructions in place (callgrind, fib(22) on 2 threads).
+constexpr std::uint32_t kAnswerEvery = 8;
+MOTE_ALWAYS_INLINE bool quick_in_place(void (*fn)(void*), const thread_state& st, bool* answer) noexcept {
   site_table* const table = tl_sites;
   if (MOTE_UNLIKELY(table == nullptr)) return false;
-  const unsigned depth = st.task->depth + 1;
+  const unsigned depth = site_depth(st.task->depth + 1);
   site_entry& e = table->entries[site_slot(fn, depth)];
   if (MOTE_LIKELY(e.fn == fn && e.depth == depth && e.work - 1 < table->here_below && e.until_sample > 1)) {
-    --e.until_sample;
+    *answer = (--e.until_sample & (kAnswerEvery - 1)) == 0;
     return true;
   }
   return false;
 }
 
 MOTE_ALWAYS_INLINE void placed(const task_args& a, thread_state& st, bool final_task, worker& self) {
-  if (MOTE_LIKELY(quick_in_place(a.fn, st))) {
+  bool answer = false;
+  if (MOTE_LIKELY(quick_in_place(a.fn, st, &answer))) {
+    if (MOTE_UNLIKELY(answer)) answer_request(self, st);
     run_undeferred(a, st, final_task);
     return;
   }
@@ -1224,7 +1266,9 @@ void task_plain(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long
       here = true;
       final_task = (flags & kFlagFinal) != 0 || final_parent;
     } else if ((flags & kFlagFinal) == 0) {
-      here = quick_in_place(fn, *st);
+      bool answer = false;
+      here = quick_in_place(fn, *st, &answer);
+      if (MOTE_UNLIKELY(answer)) answer_request(*self, *st);
       placeable = true;
     }
   }
