@@ -40,6 +40,18 @@ std::unique_ptr<runtime_impl> bare_runtime() {
   return std::make_unique<runtime_impl>(c, nullptr);
 }
 
+// A bare runtime, an owner's deque of 64 slots and a thief, with n tasks to
+// push: `auto& [rt, owner, thief, tasks] = fixture;`.
+struct owner_and_thief {
+  std::unique_ptr<runtime_impl> rt = bare_runtime();
+  split_deque owner{rt.get(), 64};
+  worker thief{*rt, 1, 64};
+  std::vector<counted_task> tasks;
+  explicit owner_and_thief(std::size_t n) : tasks(n) {
+    for (auto& t : tasks) t.init(&no_op);
+  }
+};
+
 // With `forcing`, the thieves also share the owner's private tasks
 // themselves (force_share, as a thief does when a request goes unanswered),
 // at random moments, while the owner pushes and pops as fast as it can. With
@@ -208,11 +220,8 @@ TEST(Deque, ForcedSharesThreeThievesEveryTaskOnce) {
 // owner's pops afterwards name the thief.
 TEST(Deque, OverdueRequestLetsTheThiefShareEverything) {
   if (!mote::detail::heavy_barrier_available()) GTEST_SKIP() << "membarrier(2) is not available here";
-  auto rt = bare_runtime();
-  split_deque owner(rt.get(), 64);
-  worker thief(*rt, 1, 64);
-  std::vector<counted_task> tasks(3);
-  for (auto& t : tasks) t.init(&no_op);
+  owner_and_thief fixture(3);
+  [[maybe_unused]] auto& [rt, owner, thief, tasks] = fixture;
   for (auto& t : tasks) ASSERT_TRUE(owner.push(&t));
   std::uint32_t index = 99;
   // The request's time lies between the two clock readings.
@@ -248,11 +257,8 @@ TEST(Deque, BatchStealsThreeThievesForcedEveryTaskOnce) {
 // A batch is half of what is shared (once kBatchFrom are, at most the maximum),
 // oldest first; the owner takes the rest back past the stolen slots.
 TEST(Deque, BatchStealTakesTheOlderHalfOfTheShared) {
-  auto rt = bare_runtime();
-  split_deque owner(rt.get(), 64);
-  worker thief(*rt, 1, 64);
-  std::vector<counted_task> tasks(40);
-  for (auto& t : tasks) t.init(&no_op);
+  owner_and_thief fixture(40);
+  [[maybe_unused]] auto& [rt, owner, thief, tasks] = fixture;
   task* out[16] = {};
   EXPECT_EQ(owner.steal_batch(thief, out, 8), 0u);  // nothing: asks to share
   // Few shared (a recursive owner's handful): one.
@@ -320,11 +326,8 @@ TEST(Deque, PushFailsOnlyWhenFull) {
 }
 
 TEST(Deque, StealTakesOldestAfterShareRequest) {
-  auto rt = bare_runtime();
-  split_deque owner(rt.get(), 64);
-  worker thief(*rt, 1, 64);
-  std::vector<counted_task> tasks(8);
-  for (auto& t : tasks) t.init(&no_op);
+  owner_and_thief fixture(8);
+  [[maybe_unused]] auto& [rt, owner, thief, tasks] = fixture;
   std::uint32_t index = 99;
   ASSERT_TRUE(owner.push(&tasks[0]));
   // Nothing shared yet: the steal fails and asks the owner to share.
@@ -344,11 +347,8 @@ TEST(Deque, StealTakesOldestAfterShareRequest) {
 // shorter as thieves take its tasks, or it would take itself for "far ahead"
 // for good (the OpenMP layer then runs every later task in place).
 TEST(Deque, HeldCountsOnlyTasksNoThiefTook) {
-  auto rt = bare_runtime();
-  split_deque owner(rt.get(), 64);
-  worker thief(*rt, 1, 64);
-  std::vector<counted_task> tasks(10);
-  for (auto& t : tasks) t.init(&no_op);
+  owner_and_thief fixture(10);
+  [[maybe_unused]] auto& [rt, owner, thief, tasks] = fixture;
   std::uint32_t index = 0;
   ASSERT_TRUE(owner.push(&tasks[0]));
   EXPECT_EQ(owner.steal(thief, &index), nullptr);  // asks to share
@@ -366,11 +366,8 @@ TEST(Deque, HeldCountsOnlyTasksNoThiefTook) {
 }
 
 TEST(Deque, PopAnySkipsStolenTasks) {
-  auto rt = bare_runtime();
-  split_deque owner(rt.get(), 64);
-  worker thief(*rt, 1, 64);
-  std::vector<counted_task> tasks(4);
-  for (auto& t : tasks) t.init(&no_op);
+  owner_and_thief fixture(4);
+  [[maybe_unused]] auto& [rt, owner, thief, tasks] = fixture;
   std::uint32_t index = 0;
   ASSERT_TRUE(owner.push(&tasks[0]));
   EXPECT_EQ(owner.steal(thief, &index), nullptr);  // asks to share

@@ -223,20 +223,6 @@ void mote_test_env_balance(const char* value) {
   }
 }
 
-const char* name(mesh_balance b) {
-  switch (b) {
-    case mesh_balance::none:
-      return "none";
-    case mesh_balance::redirect:
-      return "redirect";
-    case mesh_balance::steal:
-      return "steal";
-    case mesh_balance::both:
-      return "both";
-  }
-  return "?";
-}
-
 void print_header(const char* scenario) {
   std::printf("\n%s\n", scenario);
   std::printf("%5s %9s %7s %8s %9s %8s %9s %7s %9s %8s %8s %7s %9s %8s %9s\n", "N", "balance",
@@ -247,7 +233,8 @@ void print_header(const char* scenario) {
 void print_row(unsigned n, mesh_balance b, const figures& f, std::size_t bound) {
   std::printf(
       "%5u %9s %7llu %8llu %9.2f %8zu %9lld %7.0f %9.2f %8llu %8llu %7llu %9llu %8llu %9.3f\n", n,
-      name(b), static_cast<unsigned long long>(f.tasks), static_cast<unsigned long long>(f.max_row),
+      mote::detail::mesh_balance_name(b), static_cast<unsigned long long>(f.tasks),
+      static_cast<unsigned long long>(f.max_row),
       f.mean_row, bound, static_cast<long long>(f.makespan_ticks), f.ideal_ticks,
       static_cast<double>(f.makespan_ticks) / f.ideal_ticks,
       static_cast<unsigned long long>(f.requests), static_cast<unsigned long long>(f.answers),

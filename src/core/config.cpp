@@ -338,17 +338,15 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
   // The mesh's balancing protocols (read whatever the policy, so that a
   // misspelt value is reported rather than ignored).
   if (const auto env = read_env("MOTE_MESH_BALANCE")) {
-    if (iequals(*env, "none")) {
-      cfg.balance = mesh_balance::none;
-    } else if (iequals(*env, "redirect")) {
-      cfg.balance = mesh_balance::redirect;
-    } else if (iequals(*env, "steal")) {
-      cfg.balance = mesh_balance::steal;
-    } else if (iequals(*env, "both")) {
-      cfg.balance = mesh_balance::both;
-    } else {
-      fail("MOTE_MESH_BALANCE", *env, "unknown balancing (expected none, redirect, steal or both)");
+    bool known = false;
+    for (const mesh_balance b :
+         {mesh_balance::none, mesh_balance::redirect, mesh_balance::steal, mesh_balance::both}) {
+      if (iequals(*env, mesh_balance_name(b))) {
+        cfg.balance = b;
+        known = true;
+      }
     }
+    if (!known) fail("MOTE_MESH_BALANCE", *env, "unknown balancing (expected none, redirect, steal or both)");
   }
 
   // ---- NUMA node of each worker (the delegation scheduler's add-queues) ----

@@ -22,6 +22,22 @@ enum class mesh_balance : std::uint8_t {
   both = 3,
 };
 
+// The MOTE_MESH_BALANCE spelling of each value (what the variable accepts,
+// what MOTE_STATS prints).
+constexpr const char* mesh_balance_name(mesh_balance b) noexcept {
+  switch (b) {
+    case mesh_balance::none:
+      return "none";
+    case mesh_balance::redirect:
+      return "redirect";
+    case mesh_balance::steal:
+      return "steal";
+    case mesh_balance::both:
+      return "both";
+  }
+  return "?";
+}
+
 struct resolved_config {
   unsigned num_workers = 1;
   std::vector<int> worker_cpus;           // one per worker: an os cpu index, or -1 (unpinned)

@@ -154,9 +154,9 @@ struct message {
 // (split_deque::keep), which a thief's request does not share and every
 // loop that takes the worker's pool work finds (its idle loop, its waits,
 // the spawner's throttle); they reach a thief only when the worker goes
-// quiet (it computes for long, or blocks) and is not taking them. In `share` mode they go to the pool, which shares them when an
-// idle worker asks, and the immediate successor is kept only while nobody
-// asks.
+// quiet (it computes for long, or blocks) and is not taking them. In
+// `share` mode they go to the pool, which shares them when an idle worker
+// asks, and the immediate successor is kept only while nobody asks.
 //
 // Which one pays is measured, as the hand-off itself costs: on two cores
 // the tasks of a fine-grained scope that another worker runs move their
@@ -905,8 +905,12 @@ access_type merge_types(access_type a, access_type b) {
   if ((a == access_type::in && b == access_type::out) || (a == access_type::out && b == access_type::in)) {
     return access_type::inout;
   }
-  if (a == access_type::in) return b == access_type::concurrent || b == access_type::commutative ? access_type::inout : b;
-  if (b == access_type::in) return a == access_type::concurrent || a == access_type::commutative ? access_type::inout : a;
+  if (a == access_type::in) {
+    return b == access_type::concurrent || b == access_type::commutative ? access_type::inout : b;
+  }
+  if (b == access_type::in) {
+    return a == access_type::concurrent || a == access_type::commutative ? access_type::inout : a;
+  }
   return access_type::inout;
 }
 
@@ -1412,7 +1416,9 @@ dataflow_event dataflow_event::open() {
 
 void dataflow_event::fulfill() {
   detail::df_task* t = task_;
-  if (t == nullptr) throw usage_error("mote::dataflow_event::fulfill: the event is empty (fulfilled already, or moved from)");
+  if (t == nullptr) {
+    throw usage_error("mote::dataflow_event::fulfill: the event is empty (fulfilled already, or moved from)");
+  }
   task_ = nullptr;
   // acq_rel: see df_task_run.
   if (t->events.fetch_sub(1, std::memory_order_acq_rel) != 1) return;

@@ -1656,7 +1656,8 @@ void taskloop(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*), long a
     // source of a plain byte copy.
     const std::size_t size = static_cast<std::size_t>(std::max(arg_size, 0L));
     const std::size_t align = static_cast<std::size_t>(std::max(arg_align, 1L));
-    void* scratch = ::operator new(std::max<std::size_t>(size, 2 * sizeof(T)), std::align_val_t{std::max(align, alignof(T))});
+    void* scratch =
+        ::operator new(std::max<std::size_t>(size, 2 * sizeof(T)), std::align_val_t{std::max(align, alignof(T))});
     for (unsigned long long k = 0; k < ntasks; ++k) {
       unsigned long long count = base + (k < extra ? 1 : 0);
       if (strict_grain != 0) count = k + 1 < ntasks ? strict_grain : iters - strict_grain * (ntasks - 1);

@@ -433,7 +433,7 @@ class mesh_policy final : public scheduler {
   void print_stats() const override {
     std::fprintf(stderr,
                  "mote: mesh scheduler (MOTE_SCHEDULER=mesh, balance %s, %zu slots a cell)\n",
-                 balance_name(mesh_.balance()), mesh_.cell_capacity());
+                 mesh_balance_name(mesh_.balance()), mesh_.cell_capacity());
     std::fprintf(stderr, "%6s %10s %10s %10s %10s %10s %10s %10s %10s\n", "worker", "len_max",
                  "len_mean", "redirects", "requests", "answers", "migr_out", "forced", "migr_in");
     for (unsigned c = 0; c < mesh_.size(); ++c) {
@@ -452,20 +452,6 @@ class mesh_policy final : public scheduler {
   }
 
  private:
-  static const char* balance_name(mesh_balance b) {
-    switch (b) {
-      case mesh_balance::none:
-        return "none";
-      case mesh_balance::redirect:
-        return "redirect";
-      case mesh_balance::steal:
-        return "steal";
-      case mesh_balance::both:
-        return "both";
-    }
-    return "?";
-  }
-
   static std::vector<unsigned> nodes_of(const resolved_config& config) {
     std::vector<unsigned> nodes = config.worker_nodes;
     nodes.resize(std::max(1u, config.num_workers), 0);
