@@ -1024,6 +1024,9 @@ __attribute__((noinline)) void defer(const task_args& a, thread_state& st, const
       throw;
     }
   } else if (self != nullptr) {
+    // MOTE_STATS' spawns and MOTE_TRACE's spawn marks, as a task group's
+    // (named as the worker names the task when it begins it).
+    if (MOTE_UNLIKELY(self->instrumented())) self->note_spawn(reinterpret_cast<const void*>(t->execute), false);
     self->runtime().schedule(t, self);
   } else {
     run_in(t, &st, &st);  // solo and detached: its body now, its completion with its event
