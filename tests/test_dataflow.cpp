@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/runtime_impl.hpp"
+#include "dataflow/locality.hpp"
 #include "mote/dataflow.hpp"
 #include "mote/mote.hpp"
 #include "test_util.hpp"
@@ -2070,4 +2071,74 @@ TEST(DataflowLocalityDeathTest, BadSettingsNameTheirVariable) {
   };
   expect_error("MOTE_DATAFLOW_THROTTLE", "lots", "MOTE_DATAFLOW_THROTTLE: expected a number of tasks");
   expect_error("MOTE_DATAFLOW_LOCALITY", "nearby", "MOTE_DATAFLOW_LOCALITY: expected auto, keep or share");
+}
+
+// The locality windows' decision (src/dataflow/locality.hpp), driven with
+// made-up windows: ticks and pending counts as the scope's owner reads them.
+namespace windows {
+namespace w = mote::detail::df_windows;
+constexpr std::uint64_t kKeepBelow = 1000;  // bodies of 100 ticks: keep is worth a window
+bool keeps(const mote::detail::df_grain& g) { return g.keep_local.load(std::memory_order_relaxed); }
+}  // namespace windows
+
+TEST(DataflowWindows, AWindowThatFilledTheThrottleIsNotMeasured) {
+  using namespace windows;
+  mote::detail::df_grain g;  // share, nothing measured; the window began at 0 with 64 pending
+  g.window_pending = 64;
+  // The first window: 4 000 spawns, almost none finished yet (the spawner
+  // filling its throttle). Scaled by the 64 finished it would read 64x a
+  // steady window and make share look slow.
+  EXPECT_FALSE(w::end_window(g, 1'000'000, 4000, 100, kKeepBelow));
+  EXPECT_FALSE(keeps(g));
+  EXPECT_EQ(g.cost[0], 0u);
+  // A steady share window of 1M ticks: measured; keep's first window next.
+  EXPECT_TRUE(w::end_window(g, 2'000'000, 4000, 100, kKeepBelow));
+  EXPECT_EQ(g.cost[0], 1'000'000u);
+  EXPECT_TRUE(keeps(g));
+  EXPECT_FALSE(w::end_window(g, 3'000'000, 4000, 100, kKeepBelow));  // settling after the change
+  // Keep takes 2M ticks a window: share wins.
+  EXPECT_TRUE(w::end_window(g, 5'000'000, 4000, 100, kKeepBelow));
+  EXPECT_EQ(g.cost[1], 2'000'000u);
+  EXPECT_FALSE(keeps(g));
+}
+
+TEST(DataflowWindows, PendingThatNeverStopsGrowingIsMeasuredEveryOtherWindow) {
+  using namespace windows;
+  mote::detail::df_grain g;
+  std::uint64_t now = 0;
+  std::uint32_t pending = 0;
+  int measured = 0;
+  for (int i = 0; i < 8; ++i) {
+    now += 1'000'000;
+    pending += 3000;  // the throttle off: every window leaves most of its tasks pending
+    measured += w::end_window(g, now, pending, 5000, kKeepBelow) ? 1 : 0;
+  }
+  EXPECT_EQ(measured, 4);
+  EXPECT_NE(g.cost[0], 0u);
+  EXPECT_FALSE(keeps(g));  // bodies of 5000 ticks: keep never tried
+}
+
+TEST(DataflowWindows, AProbeReplacesWhatItsModeMeasuredBefore) {
+  using namespace windows;
+  mote::detail::df_grain g;
+  // Keep chosen on a bad share figure (50M ticks, one preempted window);
+  // keep costs 2M; the next window is the probe's turn.
+  g.cost[0] = 50'000'000;
+  g.cost[1] = 2'000'000;
+  g.keep_local.store(true);
+  g.until_probe = 1;
+  g.probe_every = 64;
+  std::uint64_t now = 0;
+  const auto window = [&](std::uint64_t ticks) {
+    now += ticks;
+    return w::end_window(g, now, 100, 100, kKeepBelow);
+  };
+  EXPECT_TRUE(window(2'000'000));  // keep, and the probe of share begins
+  EXPECT_FALSE(keeps(g));
+  EXPECT_FALSE(window(1'000'000));  // settling
+  EXPECT_TRUE(window(1'000'000));   // the probe: share at 1M replaces the 50M
+  EXPECT_EQ(g.cost[0], 1'000'000u);
+  EXPECT_FALSE(keeps(g));  // share now, and probes of keep from every 16th window again
+  EXPECT_EQ(g.probe_every, w::kProbeWindows);
+  EXPECT_EQ(g.until_probe, w::kProbeWindows);
 }

@@ -19,6 +19,7 @@
 #include "core/config.hpp"
 #include "core/runtime_impl.hpp"
 #include "dataflow/current.hpp"
+#include "dataflow/locality.hpp"
 #include "wait/event_count.hpp"
 
 namespace mote {
@@ -171,9 +172,11 @@ struct message {
 // mode that leaves its tasks pending has not saved their time), one window
 // in each mode, then the faster mode, with a window of the other now and
 // then (after kProbeWindows, more as probes confirm the faster one) to follow
-// changes. A new scope starts from what the scopes of the same tasks
-// measured (kind_memory).
-constexpr std::uint64_t kWindow = 4096;
+// changes; a window that only filled the throttle is not a measurement, and
+// a probe's window replaces its mode's old figure (dataflow/locality.hpp).
+// A new scope starts from what the scopes of the same tasks measured
+// (kind_memory).
+using detail::df_windows::kWindow;  // dataflow/locality.hpp, with the windows' end
 constexpr std::uint32_t kSampleEvery = 16;
 constinit thread_local std::uint32_t tl_until_sample __attribute__((tls_model("initial-exec"))) = 1;
 
@@ -188,13 +191,6 @@ void note_body(detail::df_grain& g, std::uint64_t ticks) noexcept {
   if (now > 0xffffffffu) now = 0xffffffffu;
   g.body.store(static_cast<std::uint32_t>(now), std::memory_order_relaxed);
 }
-// A probe of the slower mode comes after kProbeWindows windows at first;
-// each probe that confirms the faster one doubles that, up to kMaxProbeWindows
-// (a probe costs two windows in the slower mode, the first one settling,
-// and a scope whose modes differ threefold lost a third of its time to one
-// probe in sixteen); a probe that changes the decision starts it again.
-constexpr std::uint32_t kProbeWindows = 16;
-constexpr std::uint32_t kMaxProbeWindows = 256;
 
 
 // What the scopes of each kind of task (its function, or its name) measured
@@ -952,53 +948,12 @@ void next_window(detail::df_grain& g, std::uint64_t spawned, const void* what, s
     return;
   }
   if (spawned % kWindow != 0) return;
-  // Relaxed, keep_local: the owner's own decision; the workers read it as a
-  // hint when they ready a task.
-  const int mode = g.keep_local.load(std::memory_order_relaxed) ? 1 : 0;
-  if (g.settling) {
-    // The window after a change of mode carried the last mode's tasks (keep
-    // after share: the owner's pending tasks build up to the throttle, which
-    // reads as a window that finished almost nothing): measure the next one.
-    g.settling = false;
-    g.window_pending = pending;
-    g.window_start = now;
-    return;
-  }
-  {
-    // Ticks per window's worth of tasks finished: a mode that leaves its
-    // tasks pending (for the wait to run) has not saved their time.
-    const std::int64_t grown = static_cast<std::int64_t>(pending) - static_cast<std::int64_t>(g.window_pending);
-    const std::int64_t finished = std::max<std::int64_t>(static_cast<std::int64_t>(kWindow) - grown, 64);
-    const std::uint64_t ticks = (now - g.window_start) * kWindow / static_cast<std::uint64_t>(finished);
-    g.cost[mode] = g.cost[mode] == 0 ? ticks : (3 * g.cost[mode] + ticks) / 4;
-  }
   // Keep is tried only for tasks whose bodies take less than a microsecond
   // (sampled on the runtime's workers): longer ones pay for a hand-off on any machine
   // mote targets, and a window of keep would run them one by one.
   static const std::uint64_t try_keep_below = detail::ticks_per_us();
-  const std::uint32_t body = g.body.load(std::memory_order_relaxed);
-  int next;
-  if (g.cost[1 - mode] == 0) {
-    next = mode == 0 && (body == 0 || body >= try_keep_below) ? 0 : 1 - mode;  // the other mode's first window
-  } else if (g.probing) {
-    // The probe's window is over: the faster mode again. A probe that
-    // confirmed it doubles the wait for the next one; one that changed it
-    // starts the count again.
-    g.probing = false;
-    next = g.cost[1] < g.cost[0] ? 1 : 0;
-    g.probe_every = next != mode ? std::min(2 * g.probe_every, kMaxProbeWindows) : kProbeWindows;
-    g.until_probe = g.probe_every;
-  } else if (--g.until_probe == 0) {
-    g.probing = true;
-    next = g.cost[0] <= g.cost[1] ? 1 : 0;  // the slower mode, now and then
-  } else {
-    next = g.cost[1] < g.cost[0] ? 1 : 0;
-  }
-  kinds.store(what, g.cost, g.probe_every);
-  g.keep_local.store(next == 1, std::memory_order_relaxed);
-  g.settling = next != mode;
-  g.window_pending = pending;
-  g.window_start = detail::cycle_clock();
+  if (detail::df_windows::end_window(g, now, pending, g.body.load(std::memory_order_relaxed), try_keep_below))
+    kinds.store(what, g.cost, g.probe_every);
 }
 
 }  // namespace

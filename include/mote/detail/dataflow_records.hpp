@@ -178,9 +178,10 @@ struct alignas(cache_line) df_grain {
   // The owner's alone: when the current window began, and the moving average
   // of a window's ticks in each mode (0: share, 1: keep; 0 ticks: not
   // measured yet), windows until the next probe of the slower mode and
-  // between probes, whether a probe is on, and whether the current window
+  // between probes, whether a probe is on, whether the current window
   // follows a change of mode (not measured: the tasks the last mode left
-  // pending are still draining or building up).
+  // pending are still draining or building up), and whether the last one
+  // was left unmeasured as filling (src/dataflow/locality.hpp).
   std::uint64_t window_start = 0;
   std::uint32_t window_pending = 0;  // the scope's pending tasks when it began
   std::uint64_t cost[2] = {0, 0};
@@ -188,6 +189,7 @@ struct alignas(cache_line) df_grain {
   std::uint32_t probe_every = 16;
   bool probing = false;
   bool settling = false;
+  bool filling = false;
 };
 
 // The registration table of a scope: first address -> last access, owned by
