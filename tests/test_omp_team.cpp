@@ -10,11 +10,14 @@
 #include <functional>
 #include <new>
 #include <pthread.h>
+#include <sched.h>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <random>
 #include <vector>
 
+#include "core/runtime_impl.hpp"
 #include "mote/runtime.hpp"
 #include "omp/tasks.hpp"
 #include "omp/team.hpp"
@@ -401,3 +404,56 @@ TEST(OmpTasks, DependSpawnThatThrowsLeavesNoCount) {
 }
 
 }  // namespace
+
+// The caller seat (the primary thread's, for its outermost regions) is not
+// pinned; the workers are. An occupant that enters on a worker's CPU (where
+// the kernel may have put it) sits on the CPU the binding left to the seat
+// until it leaves, then has its own affinity back.
+TEST(CallerSeat, AnOccupantOnAWorkersCpuMovesToTheSeatsForItsStay) {
+  cpu_set_t original;
+  ASSERT_EQ(sched_getaffinity(0, sizeof original, &original), 0);
+  std::vector<int> usable;
+  for (int c = 0; c < CPU_SETSIZE && usable.size() < 2; ++c) {
+    if (CPU_ISSET(c, &original)) usable.push_back(c);
+  }
+  if (usable.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  const int seat_cpu = usable[0];
+  const int worker_cpu = usable[1];
+  mote::runtime_options o;
+  o.caller_seat = true;
+  o.num_workers = 2;
+  o.bind = mote::binding::parse(std::to_string(seat_cpu) + "," + std::to_string(worker_cpu), "test");
+  mote::runtime rt(o);
+  ASSERT_EQ(rt.worker_cpus().at(1), worker_cpu);
+  auto& impl = mote::detail::runtime_access::impl(rt);
+  const auto only = [](int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return set;
+  };
+
+  // On the worker's CPU: moved for the stay, then back.
+  const cpu_set_t on_worker = only(worker_cpu);
+  ASSERT_EQ(sched_setaffinity(0, sizeof on_worker, &on_worker), 0);
+  ASSERT_EQ(sched_getcpu(), worker_cpu);
+  mote::detail::worker* previous = impl.enter_seat();
+  EXPECT_EQ(sched_getcpu(), seat_cpu);
+  impl.leave_seat(previous);
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&after, &on_worker));
+  EXPECT_EQ(sched_getcpu(), worker_cpu);
+
+  // On the seat's CPU, free to move: left as it is (its mask untouched).
+  const cpu_set_t on_seat = only(seat_cpu);
+  ASSERT_EQ(sched_setaffinity(0, sizeof on_seat, &on_seat), 0);
+  ASSERT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
+  if (sched_getcpu() == seat_cpu) {
+    previous = impl.enter_seat();
+    ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&after, &original));
+    impl.leave_seat(previous);
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
+}

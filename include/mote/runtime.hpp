@@ -93,7 +93,9 @@ struct runtime_options {
   // worker 0 for a while (the OpenMP front end's primary thread, which must
   // take part in its own parallel region), and nobody is worker 0 otherwise.
   // It is not pinned (the thread keeps its own affinity); the workers after
-  // it are placed as usual, from the second CPU of the binding on. Only the
+  // it are placed as usual, from the second CPU of the binding on. A thread
+  // that enters on a CPU a worker is pinned to is moved to the binding's
+  // first CPU until it leaves (its own affinity back then). Only the
   // front ends inside mote take the seat (the runtime's internal interface).
   // It needs at least 2 workers (config_error otherwise, naming this option
   // and where the count of 1 came from): with one, no worker would have a

@@ -297,6 +297,10 @@ resolved_config resolve_config(const runtime_options& options, const topology& t
     // second on (the first is usually where the caller runs).
     const unsigned first = options.caller_seat ? 1 : 0;
     for (unsigned i = first; i < cfg.num_workers; ++i) cfg.worker_cpus[i] = cycle[i % cycle.size()];
+    if (options.caller_seat &&
+        std::find(cfg.worker_cpus.begin() + 1, cfg.worker_cpus.end(), cycle[0]) == cfg.worker_cpus.end()) {
+      cfg.seat_cpu = cycle[0];
+    }
   }
 
   // ---- Spin window ----

@@ -52,6 +52,10 @@ struct resolved_config {
   std::uint32_t deque_capacity = split_deque::kDefaultCapacity;
   bool assistants = false;
   bool caller_seat = false;               // runtime_options::caller_seat: worker 0 has no thread
+  // With a caller seat and a binding: the CPU the binding leaves to the
+  // seat's occupant (the first of its cycle, which no worker with a thread
+  // has); -1: none (no binding, or every CPU of it has a worker).
+  int seat_cpu = -1;
   bool bind_chosen = false;               // runtime_options::bind or MOTE_BIND (not the default)
   std::size_t stack_size = 0;             // runtime_options::stack_size: bytes per worker (0: default)
   bool stats = false;                     // MOTE_STATS=1

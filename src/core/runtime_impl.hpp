@@ -9,6 +9,8 @@
 // join's wait).
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -86,7 +88,8 @@ class runtime_impl {
   worker* enter_seat();
   // Precondition: worker 0's deques are empty (everything the occupant
   // spawned has been run or waited for). Its park word is left awake, so no
-  // wake-up is ever spent on the empty seat.
+  // wake-up is ever spent on the empty seat. A thread that entered on a
+  // worker's CPU, and was moved for its stay, gets its own affinity back.
   void leave_seat(worker* previous) noexcept;
   bool has_seat() const noexcept { return config_.caller_seat; }
 
@@ -290,6 +293,10 @@ class runtime_impl {
   // own ordering; a destructor racing with an occupant is a usage error).
   std::mutex seat_mutex_;
   std::atomic<bool> seat_taken_{false};
+  // The occupant was moved to config_.seat_cpu on entry (enter_seat): its
+  // own affinity, given back by leave_seat(). Its alone (under the mutex).
+  bool seat_moved_ = false;
+  cpu_set_t seat_affinity_{};
 
   alignas(cache_line) std::atomic<std::uint32_t> idle_sleepers_{0};
   // Of those, the ones whose sleep has no timeout (see park()).
