@@ -409,7 +409,7 @@ TEST(OmpTasks, DependSpawnThatThrowsLeavesNoCount) {
 // pinned; the workers are. An occupant that enters on a worker's CPU (where
 // the kernel may have put it) sits on the CPU the binding left to the seat
 // until it leaves, then has its own affinity back.
-TEST(CallerSeat, AnOccupantOnAWorkersCpuMovesToTheSeatsForItsStay) {
+TEST(CallerSeat, AnOccupantOnAWorkersCpuMovesToTheSeatsCpuForItsStay) {
   cpu_set_t original;
   ASSERT_EQ(sched_getaffinity(0, sizeof original, &original), 0);
   std::vector<int> usable;
@@ -445,8 +445,20 @@ TEST(CallerSeat, AnOccupantOnAWorkersCpuMovesToTheSeatsForItsStay) {
   EXPECT_TRUE(CPU_EQUAL(&after, &on_worker));
   EXPECT_EQ(sched_getcpu(), worker_cpu);
 
-  // On the seat's CPU, free to move: left as it is (its mask untouched).
+  // Displaced while it sits (woken on the worker's CPU): the look after a
+  // sleep moves it back for the rest of its stay.
   const cpu_set_t on_seat = only(seat_cpu);
+  ASSERT_EQ(sched_setaffinity(0, sizeof on_seat, &on_seat), 0);
+  previous = impl.enter_seat();
+  ASSERT_EQ(sched_setaffinity(0, sizeof on_worker, &on_worker), 0);
+  ASSERT_EQ(sched_getcpu(), worker_cpu);
+  impl.keep_seat_apart();
+  EXPECT_EQ(sched_getcpu(), seat_cpu);
+  impl.leave_seat(previous);
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&after, &on_worker));
+
+  // On the seat's CPU, free to move: left as it is (its mask untouched).
   ASSERT_EQ(sched_setaffinity(0, sizeof on_seat, &on_seat), 0);
   ASSERT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
   if (sched_getcpu() == seat_cpu) {

@@ -145,27 +145,32 @@ worker* runtime_impl::enter_seat() {
   seat_mutex_.lock();
   seat_taken_.store(true, std::memory_order_relaxed);
   current_worker = workers_[0].get();
-  // The occupant is not pinned, and the kernel may have put it on a CPU a
-  // worker is pinned to (a woken thread often goes where the thread that
-  // woke it runs): the two then share that CPU while the one the binding
-  // left to the seat idles, and the kernel can move only the occupant, which
-  // it did after tens of milliseconds (an OpenMP program of short regions,
-  // fib with a cut-off, ran 0.42 ms a region on 2 threads then, 0.18 when
-  // apart; 0.31 on one thread). A thread found on a worker's CPU is moved to
-  // the seat's for its stay. One look at the CPU (a few ns) otherwise.
-  if (config_.seat_cpu >= 0) {
-    const int here = sched_getcpu();
-    if (here >= 0 && here != config_.seat_cpu &&
-        std::find(config_.worker_cpus.begin() + 1, config_.worker_cpus.end(), here) != config_.worker_cpus.end()) {
-      cpu_set_t seat;
-      CPU_ZERO(&seat);
-      CPU_SET(config_.seat_cpu, &seat);
-      // Refused (a cpuset without that CPU): the thread stays where it is.
-      seat_moved_ = sched_getaffinity(0, sizeof seat_affinity_, &seat_affinity_) == 0 &&
-                    sched_setaffinity(0, sizeof seat, &seat) == 0;
-    }
-  }
+  keep_seat_apart();
   return previous;
+}
+
+void runtime_impl::keep_seat_apart() noexcept {
+  // The occupant is not pinned, and the kernel may put it on a CPU a worker
+  // is pinned to (a woken thread often goes where the thread that woke it
+  // runs): the two then share that CPU while the one the binding left to
+  // the seat idles, and the kernel can move only the occupant, which it did
+  // after tens of milliseconds (an OpenMP program of short regions, fib with
+  // a cut-off, ran 0.42 ms a region on 2 threads then, 0.18 when apart; 0.31
+  // on one thread). A thread found on a worker's CPU is moved to the seat's
+  // for the rest of its stay. One look at the CPU (a few ns) otherwise.
+  // Moved already: pinned there, nothing can displace it.
+  if (config_.seat_cpu < 0 || seat_moved_) return;
+  const int here = sched_getcpu();
+  if (here < 0 || here == config_.seat_cpu ||
+      std::find(config_.worker_cpus.begin() + 1, config_.worker_cpus.end(), here) == config_.worker_cpus.end()) {
+    return;
+  }
+  cpu_set_t seat;
+  CPU_ZERO(&seat);
+  CPU_SET(config_.seat_cpu, &seat);
+  // Refused (a cpuset without that CPU): the thread stays where it is.
+  seat_moved_ = sched_getaffinity(0, sizeof seat_affinity_, &seat_affinity_) == 0 &&
+                sched_setaffinity(0, sizeof seat, &seat) == 0;
 }
 
 void runtime_impl::leave_seat(worker* previous) noexcept {

@@ -91,6 +91,10 @@ class runtime_impl {
   // wake-up is ever spent on the empty seat. A thread that entered on a
   // worker's CPU, and was moved for its stay, gets its own affinity back.
   void leave_seat(worker* previous) noexcept;
+  // The occupant, on entry and after each of its sleeps (park_waiting, the
+  // OpenMP team's barrier): found on a CPU a worker is pinned to, it is
+  // moved to config().seat_cpu until it leaves. Only the occupant's thread.
+  void keep_seat_apart() noexcept;
   bool has_seat() const noexcept { return config_.caller_seat; }
 
   // True in a child process after fork(): this runtime's workers live in the

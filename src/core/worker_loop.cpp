@@ -200,6 +200,8 @@ void runtime_impl::park_waiting(worker& self, bool (*done)(const void*), const v
   bool others_awake = false;
   if (!done(ctx) && !work_visible_else_ask(self, &stranded, &others_awake)) waiter_slot::commit_for(word, timeout_ns);
   waiter_slot::retire(word, &idle_sleepers_);
+  // Woken: the seat's occupant may wake where a worker is pinned.
+  if (MOTE_UNLIKELY(config_.seat_cpu >= 0) && &self == workers_[0].get()) keep_seat_apart();
 }
 
 void runtime_impl::wake_parked(std::atomic<std::uint32_t>& word) noexcept {

@@ -534,6 +534,8 @@ void team_barrier(team& tm, thread_state& st) {
           tm.ws_cancelled.store(false, std::memory_order_relaxed);
           return true;
         });
+    // The primary thread in the runtime's seat may have slept in there.
+    if (self == &rt.worker_at(0)) rt.keep_seat_apart();
   }
   st.in_barrier = false;
 }
