@@ -122,9 +122,10 @@ bool runtime_impl::place_workers(const std::vector<int>& cpus) {
     }
     config_.worker_cpus[i] = cpu;
   }
-  // The seat's CPU stays the occupant's only while no worker is placed there.
-  if (std::find(config_.worker_cpus.begin() + first_thread(), config_.worker_cpus.end(), config_.seat_cpu) !=
-      config_.worker_cpus.end()) {
+  // The seat's CPU stays the occupant's only while no worker is placed there
+  // (written only then: the occupant reads it, keep_seat_apart).
+  if (config_.seat_cpu >= 0 && std::find(config_.worker_cpus.begin() + first_thread(), config_.worker_cpus.end(),
+                                         config_.seat_cpu) != config_.worker_cpus.end()) {
     config_.seat_cpu = -1;
   }
   unregister_spinners(before);
