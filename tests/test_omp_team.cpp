@@ -19,6 +19,7 @@
 
 #include "core/runtime_impl.hpp"
 #include "mote/runtime.hpp"
+#include "omp/icv.hpp"
 #include "omp/tasks.hpp"
 #include "omp/team.hpp"
 
@@ -468,4 +469,33 @@ TEST(CallerSeat, AnOccupantOnAWorkersCpuMovesToTheSeatsCpuForItsStay) {
     impl.leave_seat(previous);
   }
   ASSERT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
+}
+
+// A team built by a primary thread pinned to one CPU (its seat kept apart
+// from a worker's, or OMP_PROC_BIND) spreads over the CPUs the process may
+// use: its barrier is crowded only when the team outnumbers those. Built on
+// the pinned thread's own mask, it counted one CPU, spun 2 us and slept at
+// every barrier: a sleep and a wake-up of 10-15 us per step of health on two
+// threads.
+TEST(OmpTeam, ATeamBuiltOnAPinnedThreadCountsTheProcesssCpus) {
+  cpu_set_t original;
+  ASSERT_EQ(sched_getaffinity(0, sizeof original, &original), 0);
+  if (CPU_COUNT(&original) < 2) GTEST_SKIP() << "needs two CPUs";
+  int first = 0;
+  while (!CPU_ISSET(first, &original)) ++first;
+  // What libgomp.so.1's constructor does at load, before any thread is pinned.
+  mote::omp::initialize();
+  // A thread of its own: teams are kept per thread that opens regions, so
+  // this one's team is built here, on the pinned thread.
+  std::thread([first] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    std::atomic<int> crowded{-1};
+    region(2, [&] {
+      if (mote::omp::thread_num() == 0) crowded.store(mote::omp::current().tm->barrier.crowded() ? 1 : 0);
+    });
+    EXPECT_EQ(crowded.load(), 0);
+  }).join();
 }

@@ -119,6 +119,25 @@ long run_phases(std::size_t n, long phases, std::chrono::nanoseconds spin, bool 
 
 void no_delay(std::mt19937_64&) {}
 
+// Crowded or not, from the CPUs the team may use: the count given, else the
+// constructing thread's mask. A thread pinned to one CPU that builds a
+// barrier for a team spread over more passes their count (the OpenMP
+// team's primary thread does: tests/test_omp_team.cpp).
+TEST(TreeBarrier, CrowdedCountsTheCpusGivenElseTheBuildersMask) {
+  EXPECT_TRUE(mote::tree_barrier(3, mote::tree_barrier::default_spin, 2).crowded());
+  EXPECT_FALSE(mote::tree_barrier(2, mote::tree_barrier::default_spin, 2).crowded());
+  EXPECT_FALSE(mote::tree_barrier(1, mote::tree_barrier::default_spin, 1).crowded());
+  std::thread([] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(two_cpus().front(), &one);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    EXPECT_TRUE(mote::tree_barrier(2).crowded());
+    EXPECT_FALSE(mote::tree_barrier(1).crowded());
+    EXPECT_FALSE(mote::tree_barrier(2, mote::tree_barrier::default_spin, 2).crowded());
+  }).join();
+}
+
 TEST(TreeBarrier, ZeroThreadsIsRefused) { EXPECT_THROW(mote::tree_barrier(0), mote::usage_error); }
 
 // An id outside the team is misuse that wait() (noexcept) reports with one

@@ -73,8 +73,14 @@ class MOTE_API tree_barrier {
 
   // A team of n threads (n >= 1; mote::usage_error otherwise). spin: how
   // long a waiter spins before it sleeps; 0 sleeps at once. A team of more
-  // threads than the CPUs this process may use spins 2 us at most.
-  explicit tree_barrier(std::size_t n, std::chrono::nanoseconds spin = default_spin);
+  // threads than `cpus` spins 2 us at most. cpus: the CPUs the team's
+  // threads may spread over; 0, the default, counts the constructing
+  // thread's affinity mask. A thread pinned to one CPU that builds a barrier
+  // for threads placed elsewhere passes the team's count:
+  //
+  //   // this thread is pinned; the team's 4 threads run on 4 CPUs
+  //   mote::tree_barrier barrier(4, mote::tree_barrier::default_spin, 4);
+  explicit tree_barrier(std::size_t n, std::chrono::nanoseconds spin = default_spin, std::size_t cpus = 0);
   // Only once no thread is inside wait() or notify_waiters().
   ~tree_barrier();
   tree_barrier(const tree_barrier&) = delete;
@@ -119,6 +125,11 @@ class MOTE_API tree_barrier {
 
   // The number of threads in the team.
   std::size_t size() const noexcept { return size_; }
+  // More threads than the CPUs they may use (the constructor's `cpus`): its
+  // waits spin 2 us at most before they sleep.
+  //
+  //   if (mote::tree_barrier(8, mote::tree_barrier::default_spin, 2).crowded()) { /* true */ }
+  bool crowded() const noexcept { return crowded_; }
 
  private:
   using hook = detail::barrier_hook;
@@ -132,8 +143,8 @@ class MOTE_API tree_barrier {
 
   std::size_t size_;
   std::int64_t spin_ns_;
-  // More threads than the CPUs this process may use: a waiter spins
-  // briefly, then sleeps, since the thread it waits for may need its CPU.
+  // More threads than the CPUs they may use: a waiter spins briefly, then
+  // sleeps, since the thread it waits for may need its CPU.
   bool crowded_;
   std::unique_ptr<detail::barrier_node[]> nodes_;
   // Threads announced or asleep in this barrier (the event count's waiter

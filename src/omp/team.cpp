@@ -402,7 +402,13 @@ team::team(unsigned size, std::int64_t spin_ns)
       level(0),
       active_level(0),
       threads(new thread_state[size]),
-      barrier(size, std::chrono::nanoseconds(spin_ns < 0 ? 100000 : spin_ns)),
+      // The team's threads spread over the CPUs the process may use (as
+      // at start), whatever the mask of the thread that builds the team:
+      // the primary thread may sit pinned to one CPU (its seat kept apart
+      // from a worker's CPU, or OMP_PROC_BIND), and a team built there
+      // counted one CPU, spun 2 us and slept at every wait
+      // (docs/performance.md, "A team built on a pinned thread").
+      barrier(size, std::chrono::nanoseconds(spin_ns < 0 ? 100000 : spin_ns), globals().num_procs),
       ws(size) {}
 
 team::~team() = default;

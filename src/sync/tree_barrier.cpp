@@ -186,9 +186,9 @@ class barrier_waiter {
 // The spin window of a team with more threads than CPUs.
 constexpr std::int64_t kCrowdedSpinNs = 2'000;
 
-// The CPUs this process may run on (its affinity mask; the online CPUs when
-// the mask is larger than cpu_set_t or unreadable).
-std::size_t usable_cpus() noexcept {
+// The CPUs the calling thread may run on (its affinity mask; the online
+// CPUs when the mask is larger than cpu_set_t or unreadable).
+std::size_t thread_cpus() noexcept {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<std::size_t>(CPU_COUNT(&set));
@@ -198,8 +198,8 @@ std::size_t usable_cpus() noexcept {
 
 }  // namespace
 
-tree_barrier::tree_barrier(std::size_t n, std::chrono::nanoseconds spin)
-    : size_(n), spin_ns_(std::max<std::int64_t>(spin.count(), 0)), crowded_(n > usable_cpus()) {
+tree_barrier::tree_barrier(std::size_t n, std::chrono::nanoseconds spin, std::size_t cpus)
+    : size_(n), spin_ns_(std::max<std::int64_t>(spin.count(), 0)), crowded_(n > (cpus != 0 ? cpus : thread_cpus())) {
   // A crowded team spins briefly: most of the threads it waits for are not
   // running, and a waiter that sleeps gives its CPU to one of them. (On a
   // loaded 2-CPU machine, teams of 8 and 16 threads took 60-80% of the time
