@@ -19,6 +19,7 @@
 
 #include "core/runtime_impl.hpp"
 #include "mote/runtime.hpp"
+#include "omp/gomp/abi.hpp"
 #include "omp/icv.hpp"
 #include "omp/tasks.hpp"
 #include "omp/team.hpp"
@@ -31,6 +32,9 @@ using mote::omp::parallel;
 void call(void* p) { (*static_cast<std::function<void()>*>(p))(); }
 void region(unsigned n, std::function<void()> f) { parallel(&call, &f, n, 0); }
 
+// Site: a call site of its own (a trampoline of its own), for tests that
+// need the runtime to measure one site apart from the others.
+template <int Site = 0>
 void spawn(std::function<void()> f, void** depend = nullptr) {
   auto* heap = new std::function<void()>(std::move(f));
   struct arg { std::function<void()>* f; } a{heap};
@@ -498,4 +502,182 @@ TEST(OmpTeam, ATeamBuiltOnAPinnedThreadCountsTheProcesssCpus) {
     });
     EXPECT_EQ(crowded.load(), 0);
   }).join();
+}
+
+// ---- A thief's request answered inside the spawner's own work -------------------------
+//
+// Thread 0 (the single) makes task A (deferred: it stays private in its
+// pool), waits until thread 1, idle in the barrier, has asked it to share
+// (a steal that found nothing), then runs work of its own that waits for A
+// to start: an if(0) task, or a task that its placement runs in place. That
+// work is a scheduling point, where thread 0 answers the request: A is
+// shared and thread 1 runs it. Without the answer, A would wait for the
+// request's timeout and a forced share (membarrier(2)): the test counts
+// thread 0's forced shares and requires none.
+
+namespace {
+
+// A task every placement defers (a priority clause, of priority 0: such a
+// task is never run in place, whatever its site measures).
+void spawn_deferred(std::function<void()> f) {
+  auto* heap = new std::function<void()>(std::move(f));
+  struct arg { std::function<void()>* f; } a{heap};
+  mote::omp::task_args t{};
+  t.fn = [](void* p) {
+    auto* fp = static_cast<arg*>(p)->f;
+    (*fp)();
+    delete fp;
+  };
+  t.data = &a;
+  t.arg_size = sizeof(arg);
+  t.arg_align = alignof(arg);
+  t.if_clause = true;
+  t.flags = GOMP_TASK_FLAG_PRIORITY;
+  t.priority = 0;
+  mote::omp::task(t);
+}
+
+// A thief's request to a spawner's private tasks is work stealing's (the
+// other policies place deferred tasks where every worker sees them).
+bool stealing_policy() {
+  const char* policy = std::getenv("MOTE_SCHEDULER");
+  return policy == nullptr || *policy == '\0' || std::string(policy) == "steal";
+}
+
+// Runs `own` on thread 0 after A is made and thread 1 has asked; true when
+// the round counts (thread 0's pool stayed the one A sits in). *forced: the
+// forced shares of thread 0's pool during the round.
+// *asked: thread 1 asked before A started (else A was shared by A's own
+// push, which met an earlier request, and the round tests nothing).
+template <class Own>
+void answered_round(Own own, std::uint64_t* forced, bool* a_on_thread_1, bool* asked) {
+  std::atomic<bool> a_started{false};
+  std::atomic<bool> a_made{false};
+  std::atomic<int> a_thread{-1};
+  *asked = false;
+  region(2, [&] {
+    if (mote::omp::thread_num() != 0) {
+      // Thread 1 goes to the barrier, where it steals, once A is made: its
+      // request then comes after A's push (a request standing at the push
+      // would have A shared by the push itself).
+      while (!a_made.load(std::memory_order_acquire)) std::this_thread::yield();
+      return;
+    }
+    mote::detail::worker* self = mote::omp::current().self;
+    ASSERT_NE(self, nullptr);
+    // A request left standing by the last region's barrier (thread 1 polled
+    // there while thread 0's work went on) would have A's push share A at
+    // once: a task of nothing takes it first.
+    if (self->pool().asked()) spawn_deferred([] {});
+    spawn_deferred([&] {
+      a_thread.store(mote::omp::thread_num());
+      a_started.store(true, std::memory_order_release);
+    });
+    a_made.store(true, std::memory_order_release);
+    // Thread 1's steal found nothing shared and asked (bounded: a thread
+    // that never asks fails here, not in a hang).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!self->pool().asked() && !a_started.load(std::memory_order_acquire)) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "thread 1 neither asked nor ran A";
+      std::this_thread::yield();
+    }
+    *asked = !a_started.load(std::memory_order_acquire);
+    const std::uint64_t before = self->pool().forced_shares();
+    own(a_started);
+    *forced = self->pool().forced_shares() - before;
+  });
+  *a_on_thread_1 = a_thread.load() == 1;
+}
+
+// Waits (bounded) until A has started.
+void wait_for(const std::atomic<bool>& started) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!started.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "task A never started";
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(OmpTasks, AnIfZeroTaskAnswersAThiefsRequest) {
+  if (!stealing_policy()) GTEST_SKIP() << "requests to share are work stealing's";
+  int counted = 0;
+  for (int round = 0; round < 200 && counted < 20; ++round) {
+    std::uint64_t forced = 0;
+    bool on_1 = false;
+    bool asked = false;
+    answered_round(
+        [](const std::atomic<bool>& started) {
+          struct arg { const std::atomic<bool>* started; } a{&started};
+          mote::omp::task_undeferred([](void* p) { wait_for(*static_cast<arg*>(p)->started); }, &a, nullptr,
+                                     sizeof a, alignof(arg), 0);
+        },
+        &forced, &on_1, &asked);
+    if (!asked) continue;
+    ++counted;
+    EXPECT_EQ(forced, 0u) << "round " << round;
+    EXPECT_TRUE(on_1) << "round " << round;
+  }
+  EXPECT_GE(counted, 1) << "thread 1 never asked before A ran";
+}
+
+// The site's bodies must measure between half the hand-off and the hand-off
+// for its tasks to run in place and look at every one: the ctest entry
+// OmpTasksInPlace sets MOTE_OMP_TASK_HANDOFF_NS=20000000 (20 ms), and the
+// body spins 11 ms (an unlucky sample, capped at 4x and averaged in at a
+// quarter, stays below 20 ms). Run without it, the test is skipped.
+TEST(OmpTasksInPlace, ATaskInPlaceAnswersAThiefsRequest) {
+  const char* handoff = std::getenv("MOTE_OMP_TASK_HANDOFF_NS");
+  if (handoff == nullptr || std::string(handoff) != "20000000") GTEST_SKIP() << "run through its ctest entry";
+  if (!stealing_policy()) GTEST_SKIP() << "requests to share are work stealing's";
+  // The site measured on thread 0 (a body is measured where it runs, and the
+  // site's first calls are deferred to be measured): thread 1 stays out of
+  // the barrier, where it would steal them, until thread 0's taskwait is over.
+  for (int warm = 0; warm < 3; ++warm) {
+    std::atomic<bool> done{false};
+    region(2, [&] {
+      if (mote::omp::thread_num() != 0) {
+        while (!done.load(std::memory_order_acquire)) std::this_thread::yield();
+        return;
+      }
+      spawn<1>([] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(11);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      });
+      mote::omp::taskwait();
+      done.store(true, std::memory_order_release);
+    });
+  }
+  int counted = 0;
+  for (int round = 0; round < 40 && counted < 4; ++round) {
+    std::uint64_t forced = 0;
+    bool on_1 = false;
+    bool in_place = false;
+    bool asked = false;
+    answered_round(
+        [&in_place](const std::atomic<bool>& started) {
+          // One call site, measured the first time (deferred), in place after.
+          std::atomic<bool> ran{false};
+          spawn<1>([&] {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(11);
+            wait_for(started);
+            while (std::chrono::steady_clock::now() < until) {
+            }
+            ran.store(true, std::memory_order_release);
+          });
+          // In place: it ran before the spawn returned.
+          in_place = ran.load(std::memory_order_acquire);
+          mote::omp::taskwait();
+        },
+        &forced, &on_1, &asked);
+    if (!in_place || !asked) continue;  // the site's first (measured) call, a deferred one, or A shared early
+    ++counted;
+    EXPECT_EQ(forced, 0u) << "round " << round;
+    EXPECT_TRUE(on_1) << "round " << round;
+  }
+  EXPECT_GE(counted, 1) << "no task ran in place";
 }

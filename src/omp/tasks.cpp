@@ -492,6 +492,9 @@ constexpr unsigned kSiteDepths = 64;
 MOTE_ALWAYS_INLINE unsigned site_depth(unsigned depth) noexcept { return depth < kSiteDepths ? depth : kSiteDepths; }
 
 constexpr std::uint32_t kSampleHere = 16;
+// Tasks in place look for a thief's request every kAnswerEvery-th at most
+// (quick_in_place).
+constexpr std::uint32_t kAnswerEvery = 8;
 constexpr std::uint32_t kSampleAway = 32;
 // Tasks in the spawning worker's pool from which a new one runs at once.
 constexpr std::uint32_t kDeepQueue = 64;
@@ -501,6 +504,10 @@ struct site_entry {
   unsigned depth = 0;
   std::uint32_t until_sample = 1;  // calls until the next timed one
   std::uint64_t work = 0;          // ticks per body, moving average; 0: not measured yet
+  // Its tasks in place look for a thief's request where until_sample & mask
+  // is 0 (quick_in_place): every kAnswerEvery-th, or every one once its
+  // bodies measure half the hand-off or more (answer_mask_for).
+  std::uint32_t answer_mask = kAnswerEvery - 1;
 };
 constexpr unsigned kSiteLog2 = 8;
 struct site_table {
@@ -547,8 +554,14 @@ MOTE_ALWAYS_INLINE unsigned site_slot(void (*fn)(void*), unsigned depth) noexcep
 site_entry& site_of(void (*fn)(void*), unsigned depth) noexcept {
   site_table& table = MOTE_LIKELY(tl_sites != nullptr) ? *tl_sites : make_sites();
   site_entry& e = table.entries[site_slot(fn, depth)];
-  if (MOTE_UNLIKELY(e.fn != fn || e.depth != depth)) e = site_entry{fn, depth, 1, 0};
+  if (MOTE_UNLIKELY(e.fn != fn || e.depth != depth)) e = site_entry{fn, depth, 1, 0, kAnswerEvery - 1};
   return e;
+}
+
+// site_entry::answer_mask for bodies of `work` ticks: a look at every task
+// in place once a body is worth half a hand-off (1 us at the default).
+std::uint32_t answer_mask_for(std::uint64_t work) noexcept {
+  return work >= handoff_ticks() / 2 ? 0 : kAnswerEvery - 1;
 }
 
 // A timed body of the site (fn, depth) took `ticks`: a moving average over
@@ -560,10 +573,11 @@ void note_work(void (*fn)(void*), unsigned depth, std::uint64_t ticks) noexcept 
   if (e.work == 0) {
     e.work = ticks;
     e.until_sample = kSampleHere;
-    return;
+  } else {
+    if (ticks > 4 * e.work) ticks = 4 * e.work;
+    e.work = (3 * e.work + ticks) / 4;
   }
-  if (ticks > 4 * e.work) ticks = 4 * e.work;
-  e.work = (3 * e.work + ticks) / 4;
+  e.answer_mask = answer_mask_for(e.work);
 }
 
 // The hand-off cost in ticks: MOTE_OMP_TASK_HANDOFF_NS (default 2000 ns, a
@@ -1171,15 +1185,19 @@ __attribute__((noinline)) void placed_slow(const task_args& a, thread_state& st,
 // request is looked for (answer_request): where the site's countdown to its
 // next sample is a multiple of kAnswerEvery, and at the sampled task
 // (placed_slow), so about every 8th; a look at every one cost 8 of a fib
-// task's instructions in place (callgrind, fib(22) on 2 threads).
-constexpr std::uint32_t kAnswerEvery = 8;
+// task's instructions in place (callgrind, fib(22) on 2 threads). A site
+// whose bodies measure half a hand-off or more looks at every one
+// (site_entry::answer_mask): at every 8th, a thief asking for the spawner's
+// older tasks waited for up to eight of health's subtrees in place, about
+// 10 us, at every step (docs/performance.md, "A thief's request answered by
+// tasks in place").
 MOTE_ALWAYS_INLINE bool quick_in_place(void (*fn)(void*), const thread_state& st, bool* answer) noexcept {
   site_table* const table = tl_sites;
   if (MOTE_UNLIKELY(table == nullptr)) return false;
   const unsigned depth = site_depth(st.task->depth + 1);
   site_entry& e = table->entries[site_slot(fn, depth)];
   if (MOTE_LIKELY(e.fn == fn && e.depth == depth && e.work - 1 < table->here_below && e.until_sample > 1)) {
-    *answer = (--e.until_sample & (kAnswerEvery - 1)) == 0;
+    *answer = (--e.until_sample & e.answer_mask) == 0;
     return true;
   }
   return false;
@@ -1307,6 +1325,19 @@ void task_undeferred(void (*fn)(void*), void* data, void (*cpyfn)(void*, void*),
     return;
   }
   thread_state& st = current_inline();
+  // An if(0) task is a scheduling point as a task in place is: the first of
+  // a subtree of them (made by a task that is not undeferred itself: an
+  // explicit one, or an implicit one, which keeps no list) looks for a
+  // thief's request (answer_request), so that the older tasks this thread
+  // holds privately do not wait for the whole subtree (health's cut-off: 84
+  // villages under each deferred task, about 5 us, at every step). The ones
+  // below it do not look: in a recursion cut off with if(0) they are nearly
+  // all of the calls, a few instructions each (a look at every 8th cost
+  // fib_if_clause 7%).
+  const omp_task& maker = *st.task;
+  if ((maker.is_explicit || !maker.has_list) && st.self != nullptr && st.self == detail::current_worker) {
+    answer_request(*st.self, st);
+  }
   run_undeferred(fn, data, cpyfn, arg_size, arg_align, st, (flags & kFlagFinal) != 0 || st.task->is_final);
 }
 
