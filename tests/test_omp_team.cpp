@@ -33,9 +33,10 @@ void call(void* p) { (*static_cast<std::function<void()>*>(p))(); }
 void region(unsigned n, std::function<void()> f) { parallel(&call, &f, n, 0); }
 
 // Site: a call site of its own (a trampoline of its own), for tests that
-// need the runtime to measure one site apart from the others.
+// need the runtime to measure one site apart from the others. flags: more of
+// GOMP_task's flags (the depend flag comes with `depend`).
 template <int Site = 0>
-void spawn(std::function<void()> f, void** depend = nullptr) {
+void spawn(std::function<void()> f, void** depend = nullptr, unsigned flags = 0) {
   auto* heap = new std::function<void()>(std::move(f));
   struct arg { std::function<void()>* f; } a{heap};
   mote::omp::task_args t{};
@@ -48,7 +49,7 @@ void spawn(std::function<void()> f, void** depend = nullptr) {
   t.arg_size = sizeof(arg);
   t.arg_align = alignof(arg);
   t.if_clause = true;
-  t.flags = depend != nullptr ? 8u : 0u;
+  t.flags = flags | (depend != nullptr ? 8u : 0u);
   t.depend = depend;
   mote::omp::task(t);
 }
@@ -519,23 +520,7 @@ namespace {
 
 // A task every placement defers (a priority clause, of priority 0: such a
 // task is never run in place, whatever its site measures).
-void spawn_deferred(std::function<void()> f) {
-  auto* heap = new std::function<void()>(std::move(f));
-  struct arg { std::function<void()>* f; } a{heap};
-  mote::omp::task_args t{};
-  t.fn = [](void* p) {
-    auto* fp = static_cast<arg*>(p)->f;
-    (*fp)();
-    delete fp;
-  };
-  t.data = &a;
-  t.arg_size = sizeof(arg);
-  t.arg_align = alignof(arg);
-  t.if_clause = true;
-  t.flags = GOMP_TASK_FLAG_PRIORITY;
-  t.priority = 0;
-  mote::omp::task(t);
-}
+void spawn_deferred(std::function<void()> f) { spawn<2>(std::move(f), nullptr, GOMP_TASK_FLAG_PRIORITY); }
 
 // A thief's request to a spawner's private tasks is work stealing's (the
 // other policies place deferred tasks where every worker sees them).
