@@ -185,6 +185,10 @@ class split_deque {
   // Has a thief asked this deque to share (a worker looking for work, or
   // one about to park)? A relaxed load of the owner's own word: a hint.
   bool asked() const noexcept { return push_limit_.load(std::memory_order_relaxed) == slots_; }
+  // When the standing request was made (now_ns()), INT64_MAX when none was
+  // timed: a relaxed look, for tests that tell a late answer from a missing
+  // one (a request kForceAfterNs old is forced, answered or not).
+  std::int64_t asked_at() const noexcept { return asked_at_.load(std::memory_order_relaxed); }
 
   // Shares every private task (the kept ones too) and wakes a sleeper: for
   // an owner about to block in a wait that runs no tasks, so that nothing it
