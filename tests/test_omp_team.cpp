@@ -23,6 +23,7 @@
 #include "omp/icv.hpp"
 #include "omp/tasks.hpp"
 #include "omp/team.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -631,6 +632,9 @@ TEST(OmpTasks, AnIfZeroTaskAnswersAThiefsRequest) {
     if (forced == 0) ++answered;
     EXPECT_TRUE(on_1) << "round " << round;
   }
+  // A sanitizer's instrumentation may keep thread 0 from reaching its work
+  // within microseconds of the request in any round: nothing to conclude.
+  if (counted == 0 && mote_test::kSanitized) GTEST_SKIP() << "no undisturbed round under the sanitizer";
   EXPECT_GE(counted, 1) << "no round where thread 1 asked before A ran, undisturbed";
   EXPECT_GE(2 * answered, counted) << answered << " of " << counted << " rounds without a forced share";
 }
@@ -691,6 +695,8 @@ TEST(OmpTasksInPlace, ATaskInPlaceAnswersAThiefsRequest) {
     if (forced == 0) ++answered;
     EXPECT_TRUE(on_1) << "round " << round;
   }
-  EXPECT_GE(counted, 1) << "no task ran in place";
+  // As above (the sanitizer).
+  if (counted == 0 && mote_test::kSanitized) GTEST_SKIP() << "no undisturbed round under the sanitizer";
+  EXPECT_GE(counted, 1) << "no undisturbed round with the task in place";
   EXPECT_GE(2 * answered, counted) << answered << " of " << counted << " rounds without a forced share";
 }
