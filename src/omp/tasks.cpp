@@ -492,8 +492,8 @@ constexpr unsigned kSiteDepths = 64;
 MOTE_ALWAYS_INLINE unsigned site_depth(unsigned depth) noexcept { return depth < kSiteDepths ? depth : kSiteDepths; }
 
 constexpr std::uint32_t kSampleHere = 16;
-// Tasks in place look for a thief's request every kAnswerEvery-th at most
-// (quick_in_place).
+// Tasks in place look for a thief's request at every kAnswerEvery-th at
+// least, at every one for sites with long bodies (quick_in_place).
 constexpr std::uint32_t kAnswerEvery = 8;
 constexpr std::uint32_t kSampleAway = 32;
 // Tasks in the spawning worker's pool from which a new one runs at once.
